@@ -1,0 +1,35 @@
+"""Argument checks for the public entries (train, Cluster, SSP): one clear ValueError naming the
+parameter and what is allowed, raised before any work starts."""
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any
+
+
+def integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
+    """An int in [low, high]; bools are refused (True is not a worker count)."""
+    ok = isinstance(value, Integral) and not isinstance(value, bool)
+    if not ok or value < low or (high is not None and value > high):
+        allowed = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+        raise ValueError(f"{name} must be {allowed} (got {value!r})")
+    return int(value)
+
+
+def number(name: str, value: Any, *, positive: bool = False, allow_inf: bool = False) -> float:
+    """A real number, >= 0 (or > 0 with positive=True), finite unless allow_inf."""
+    ok = isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(value)
+    if ok:
+        value = float(value)
+        ok = (value > 0 if positive else value >= 0) and (allow_inf or math.isfinite(value))
+    if not ok:
+        sign = "> 0" if positive else ">= 0"
+        kind = "a number" if allow_inf else "a finite number"
+        raise ValueError(f"{name} must be {kind} {sign} (got {value!r})")
+    return value
+
+
+def one_of(name: str, value: Any, allowed: tuple) -> Any:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))} (got {value!r})")
+    return value

@@ -1,0 +1,107 @@
+"""The timing model behind every figure: how long compute, transfers and updates take.
+
+`Cluster` says nothing about what is computed, only how long it takes in virtual seconds:
+per-worker speeds (stragglers), per-minibatch jitter drawn from the run's seed, or an explicit
+table of compute durations (figure 001 gives one); transfers cost latency + bytes / bandwidth on
+the shard that serves them; an update of the whole model takes `update_time` (a shard holding a
+fraction f of the parameters takes f·update_time, so more shards update in parallel).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .checks import number
+
+_JITTER = 3  # random stream id for compute jitter
+
+
+class Cluster:
+    """A timing model. `Cluster(latency=0, bandwidth=float("inf"), update_time=0)` is a free network.
+
+    compute_time: seconds per minibatch on a worker of speed 1.
+    speeds: relative speed per worker (0.5 = a 2x slower straggler); default all 1.
+    jitter: spread of each minibatch's time: it is multiplied by exp(jitter·z), z ~ N(0, 1).
+    durations: explicit compute seconds, one row per worker, one column per minibatch
+        (steps·accumulate columns); overrides compute_time, speeds and jitter.
+    latency: seconds per transfer; bandwidth: bytes per second of each shard's link.
+    update_time: seconds for the server to apply one update to the whole model.
+    """
+
+    def __init__(self, compute_time: float = 1.0, speeds: Sequence[float] | None = None,
+                 jitter: float = 0.0, durations: Sequence[Sequence[float]] | None = None,
+                 latency: float = 0.02, bandwidth: float = 1e5, update_time: float = 0.2):
+        self.compute_time = number("compute_time", compute_time, positive=True)
+        self.speeds = None if speeds is None else _speeds(speeds)
+        self.jitter = number("jitter", jitter)
+        self.durations = None if durations is None else _table(durations)
+        self.latency = number("latency", latency)
+        self.bandwidth = number("bandwidth", bandwidth, positive=True, allow_inf=True)
+        self.update_time = number("update_time", update_time)
+
+    @classmethod
+    def free(cls, **kwargs) -> "Cluster":
+        """A free network: transfers and updates take no time; only compute does."""
+        return cls(latency=0.0, bandwidth=math.inf, update_time=0.0, **kwargs)
+
+    def __repr__(self) -> str:
+        keys = ("compute_time", "speeds", "jitter", "latency", "bandwidth", "update_time")
+        parts = [f"{k}={getattr(self, k)!r}" for k in keys if getattr(self, k) is not None]
+        if self.durations is not None:
+            parts.append(f"durations=<{self.durations.shape[0]}x{self.durations.shape[1]}>")
+        return f"Cluster({', '.join(parts)})"
+
+    def check(self, workers: int, minibatches: int) -> None:
+        """Raise ValueError unless speeds and durations fit `workers` x `minibatches`."""
+        if self.speeds is not None and len(self.speeds) != workers:
+            raise ValueError(f"cluster speeds must give one speed per worker: {workers} "
+                             f"(got {len(self.speeds)})")
+        if self.durations is not None and self.durations.shape != (workers, minibatches):
+            raise ValueError(
+                f"cluster durations must be a table of shape (workers, steps*accumulate) = "
+                f"({workers}, {minibatches}) (got {self.durations.shape})")
+
+    def compute_durations(self, workers: int, minibatches: int, seed: int) -> np.ndarray:
+        """Seconds of every minibatch: an array of shape (workers, minibatches)."""
+        self.check(workers, minibatches)
+        if self.durations is not None:
+            return self.durations.copy()
+        speeds = np.ones(workers) if self.speeds is None else self.speeds
+        base = np.repeat((self.compute_time / speeds)[:, None], minibatches, axis=1)
+        if self.jitter:
+            z = np.random.default_rng([seed, _JITTER]).standard_normal(base.shape)
+            base = base * np.exp(self.jitter * z)
+        return base
+
+    def transfer_time(self, nbytes: int) -> float:
+        return self.latency + (nbytes / self.bandwidth if nbytes else 0.0)
+
+    def update_duration(self, fraction: float) -> float:
+        return self.update_time * fraction
+
+
+def _speeds(values: Sequence[float]) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != 1 or len(arr) == 0 or not np.all(np.isfinite(arr)) \
+            or not np.all(arr > 0):
+        raise ValueError(f"speeds must be a list of finite numbers > 0, one per worker "
+                         f"(got {values!r})")
+    return arr
+
+
+def _table(values: Sequence[Sequence[float]]) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim != 2 or arr.size == 0:
+        raise ValueError("durations must be a table (list of rows), one row per worker and one "
+                         f"column per minibatch (got {values!r})")
+    if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(f"durations must all be finite numbers > 0 (got {values!r})")
+    return arr

@@ -1,0 +1,88 @@
+"""The data of figure 002: the digits, a seeded shuffle, and global batch t cut into worker slices.
+
+Update t reads global batch t: the next workers·accumulate·batch rows of a stream made of one
+seeded permutation of the training set per epoch. Worker i takes its contiguous accumulate·batch
+rows of it, as `accumulate` minibatches of `batch` rows. Because the slice depends only on
+(t, i), async worker i's t-th push reads the same rows it would read in sync mode, and
+sync N×b reads exactly the rows of 1×N·b: the equivalence tests rest on this.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+TEST_FRACTION = 0.2
+_SPLIT, _EPOCH = 1, 2  # stream ids, so the split and the epoch shuffles never share random numbers
+
+
+@lru_cache(maxsize=1)
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    # scikit-learn ships the 8x8 digits inside the package: no download at run time.
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return (d.data / 16.0).astype(np.float32), d.target.astype(np.int64)
+
+
+def dataset_size() -> int:
+    """How many rows the training split holds (what `batch` may not exceed)."""
+    n = len(_digits()[1])
+    return n - int(round(n * TEST_FRACTION))
+
+
+@dataclass
+class Digits:
+    """Train/test split of the digits, drawn from the run's seed, as torch tensors on the CPU."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    seed: int
+
+    @classmethod
+    def load(cls, seed: int) -> "Digits":
+        x, y = _digits()
+        order = np.random.default_rng([seed, _SPLIT]).permutation(len(y))
+        n_test = len(y) - dataset_size()
+        test, train = order[:n_test], order[n_test:]
+        t = torch.from_numpy
+        return cls(t(x[train]), t(y[train]), t(x[test]), t(y[test]), seed)
+
+    @property
+    def features(self) -> int:
+        return self.x_train.shape[1]
+
+    @property
+    def classes(self) -> int:
+        return 10
+
+    def rows(self, start: int, count: int) -> np.ndarray:
+        """Indices of stream rows [start, start + count); the stream reshuffles every epoch."""
+        n = len(self.y_train)
+        pos = np.arange(start, start + count)
+        epochs, offsets = np.divmod(pos, n)
+        out = np.empty(count, dtype=np.int64)
+        for e in np.unique(epochs):
+            mask = epochs == e
+            out[mask] = self._epoch(int(e))[offsets[mask]]
+        return out
+
+    def _epoch(self, e: int) -> np.ndarray:
+        # Each epoch's permutation comes from its own seed, so any batch can be read on its own.
+        return _permutation(self.seed, e, len(self.y_train))
+
+    def minibatch(self, update: int, worker: int, micro: int, workers: int, accumulate: int,
+                  batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows of minibatch `micro` of worker `worker` in global batch `update`."""
+        start = (update * workers + worker) * accumulate * batch + micro * batch
+        idx = torch.from_numpy(self.rows(start, batch))
+        return self.x_train[idx], self.y_train[idx]
+
+
+@lru_cache(maxsize=64)
+def _permutation(seed: int, epoch: int, n: int) -> np.ndarray:
+    return np.random.default_rng([seed, _EPOCH, epoch]).permutation(n)

@@ -1,0 +1,50 @@
+"""The model of figure 000: a small MLP whose parameters carry the figure's names.
+
+Hidden layer W_h, b_h; output layer W_o, b_o. The functions take the parameters as a dict of
+tensors, so a worker can compute a gradient on whatever (possibly stale) weights it fetched,
+and the server can hold the same dict split into shards.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+Params = dict[str, torch.Tensor]
+
+# Server order: the output layer first, as figure 000 draws the shards ({W_o, b_o}, {W_h, b_h}).
+NAMES = ("W_o", "b_o", "W_h", "b_h")
+
+
+def init_params(features: int, hidden: int, classes: int, seed: int) -> Params:
+    """Xavier-uniform weights and zero biases, drawn from the run's seed."""
+    g = torch.Generator().manual_seed(seed)
+
+    def xavier(rows: int, cols: int) -> torch.Tensor:
+        bound = math.sqrt(6.0 / (rows + cols))
+        return (torch.rand(rows, cols, generator=g) * 2 - 1) * bound
+
+    W_h = xavier(hidden, features)
+    W_o = xavier(classes, hidden)
+    return {"W_o": W_o, "b_o": torch.zeros(classes), "W_h": W_h, "b_h": torch.zeros(hidden)}
+
+
+def logits(p: Params, x: torch.Tensor) -> torch.Tensor:
+    h = torch.tanh(x @ p["W_h"].T + p["b_h"])  # tanh: smooth, so equivalences hold to rounding
+    return h @ p["W_o"].T + p["b_o"]
+
+
+def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, Params]:
+    """Mean cross-entropy over the rows and its gradient with respect to every parameter."""
+    leaves = {k: v.detach().requires_grad_(True) for k, v in p.items()}
+    loss = F.cross_entropy(logits(leaves, x), y)
+    grads = torch.autograd.grad(loss, list(leaves.values()))
+    return loss.item(), dict(zip(leaves, grads))
+
+
+@torch.no_grad()
+def evaluate(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of the parameters on the rows."""
+    out = logits(p, x)
+    return F.cross_entropy(out, y).item(), (out.argmax(1) == y).float().mean().item()

@@ -1,0 +1,120 @@
+"""`pslab.train`: one call that builds the data, model, server, workers and clock of figures
+000–002, runs them in virtual time and returns a `Run` (timeline, history, weights, makespan).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checks import integer, number
+from .cluster import Cluster
+from .data import Digits, dataset_size
+from .model import Params, evaluate, init_params
+from .modes import Policy, policy_for
+from .server import ParameterServer, split_shards
+from .simulation import Record, Simulation, no_numbers
+from .timeline import Span, total
+from .worker import Worker
+
+BYTES_PER_VALUE = 4  # float32
+
+
+@dataclass
+class Run:
+    """What a run leaves behind. `timeline`, `history`, `weights` and `makespan` are the contract
+    the notebooks and plots read; the rest are conveniences derived from them."""
+
+    config: dict[str, Any]
+    timeline: list[Span]
+    history: list[Record]
+    weights: Params
+    makespan: float
+    shards: list[list[str]] = field(default_factory=list)
+    shard_bytes: list[int] = field(default_factory=list)
+
+    @property
+    def workers(self) -> int:
+        return self.config["workers"]
+
+    @property
+    def mode(self) -> str:
+        return str(self.config["mode"])
+
+    @property
+    def idle_time(self) -> float:
+        """Total time workers spent waiting (the white blocks of figure 001)."""
+        return total(self.timeline, "idle")
+
+    @property
+    def idle_fraction(self) -> float:
+        """Idle time over all workers' time (workers x makespan)."""
+        return self.idle_time / (self.workers * self.makespan) if self.makespan else 0.0
+
+    @property
+    def updates(self) -> int:
+        return len(self.history)
+
+    @property
+    def staleness(self) -> list[int]:
+        return [r.staleness for r in self.history]
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.history[-1].accuracy if self.history else math.nan
+
+    def __repr__(self) -> str:
+        acc = self.final_accuracy
+        acc_text = "" if math.isnan(acc) else f", test accuracy {acc:.1%}"
+        return (f"Run({self.mode}, {self.workers} workers, {self.updates} updates, makespan "
+                f"{self.makespan:.3g} s, idle {self.idle_fraction:.1%}{acc_text})")
+
+
+def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
+          batch: int = 32, steps: int = 50, shards: int = 2, seed: int = 0,
+          cluster: Cluster | None = None, numerics: bool = True, hidden: int = 32) -> Run:
+    """Train the digits MLP on a parameter server in virtual time.
+
+    mode: "sync", "async" or pslab.SSP(s). workers: how many. accumulate: minibatches per push.
+    lr: SGD step size. batch: rows per minibatch. steps: pushes per worker. shards: server shards
+    (1 to 4). seed: every random choice. cluster: the timing model (default Cluster()).
+    numerics: False runs the same timeline without any arithmetic (fast, for large clusters).
+    hidden: width of the hidden layer.
+    """
+    policy = policy_for(mode)
+    workers = integer("workers", workers)
+    accumulate = integer("accumulate", accumulate)
+    lr = number("lr", lr, positive=True)
+    batch = integer("batch", batch, high=dataset_size())
+    steps = integer("steps", steps)
+    hidden = integer("hidden", hidden)
+    seed = integer("seed", seed, low=0)
+    if not isinstance(numerics, bool):
+        raise ValueError(f"numerics must be True or False (got {numerics!r})")
+    cluster = Cluster() if cluster is None else cluster
+    if not isinstance(cluster, Cluster):
+        raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
+    sizes = {"W_o": 10 * hidden, "b_o": 10, "W_h": hidden * 64, "b_h": hidden}
+    shards = integer("shards", shards, high=len(sizes))
+    cluster.check(workers, steps * accumulate)
+
+    config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
+                  steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
+                  hidden=hidden)
+    groups = split_shards(sizes, shards)
+    shard_bytes = [BYTES_PER_VALUE * sum(sizes[n] for n in g) for g in groups]
+    data = Digits.load(seed) if numerics else None
+    params = init_params(data.features, hidden, data.classes, seed) if data else None
+    server = ParameterServer(params, groups, lr, aggregate=policy.aggregate(workers))
+    crew = [Worker(i, data, workers, accumulate, batch) for i in range(workers)]
+
+    def score() -> tuple[float, float]:
+        loss, _ = evaluate(server.params, data.x_train, data.y_train)
+        return loss, evaluate(server.params, data.x_test, data.y_test)[1]
+
+    sim = Simulation(server, crew, policy, cluster,
+                     cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
+                     shard_bytes, score if data else no_numbers)
+    sim.run()
+    return Run(config, sim.timeline, sim.history, server.weights(), sim.makespan, groups,
+               shard_bytes)

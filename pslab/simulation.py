@@ -1,0 +1,176 @@
+"""The actors of figures 000 and 001 on the clock: workers fetch, compute, push; shards update.
+
+This module decides *when* (the clock and the policy); the Worker and ParameterServer decide
+*what* (the arithmetic), called the moment the clock reaches each event. A shard's arithmetic
+happens when its job is booked: the shard serves jobs in booking order, so every fetch sees
+exactly the updates booked before it — the same order the virtual clock shows.
+"""
+from __future__ import annotations
+
+import gc
+import math
+from collections import defaultdict
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from .cluster import Cluster
+from .engine import Clock, Resource
+from .modes import Policy
+from .server import ParameterServer
+from .timeline import Span, gaps
+from .worker import Worker
+
+
+class Record(NamedTuple):
+    """One server update: when it was applied and what the model was then."""
+
+    time: float
+    loss: float  # cross-entropy on the whole training split (nan in timing-only runs)
+    accuracy: float  # on the held-out test split (nan in timing-only runs)
+    staleness: int  # server version when applied minus the version the gradient was computed on
+    version: int  # updates applied so far, this one included
+    worker: int | None  # whose push it was (None: a sync round, all workers)
+    step: int
+
+
+# tuple.__new__ skips NamedTuple's Python-level __new__: timing-only runs make ~10^6 spans.
+_new = tuple.__new__
+
+
+class Simulation:
+    def __init__(self, server: ParameterServer, workers: list[Worker], policy: Policy,
+                 cluster: Cluster, durations: np.ndarray, steps: int, shard_bytes: list[int],
+                 evaluate: Callable[[], tuple[float, float]]):
+        self.server, self.workers, self.policy = server, workers, policy
+        self.steps, self.accumulate = steps, workers[0].accumulate
+        self.durations = durations
+        total = sum(shard_bytes)
+        self.fetch_time = [cluster.transfer_time(b) for b in shard_bytes]
+        self.update_time = [cluster.update_duration(b / total) for b in shard_bytes]
+        self.shards = [Resource() for _ in shard_bytes]
+        self.evaluate = evaluate
+        self.clock = Clock()
+        self.timeline: list[Span] = []
+        self.history: list[Record] = []
+        self.pushed = [0] * len(workers)  # pushes completed, per worker (for SSP)
+        self._slowest = 0
+        self._waiting: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        self._push_done = [0.0] * len(workers)
+        self._stale = 0  # largest staleness in the current sync round
+
+    def run(self) -> None:
+        for w in self.workers:
+            self.start_step(w.rank, 0)
+        # A run allocates up to ~10^6 spans and frees none: the cyclic garbage collector would
+        # rescan them again and again (half the time of a large timing-only run) for nothing.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self.clock.run()
+        finally:
+            if enabled:
+                gc.enable()
+
+    # --- a worker's step: gate, fetch, compute --------------------------------------------
+    def start_step(self, rank: int, step: int) -> None:
+        if step == self.steps:
+            return
+        if not self.policy.waits_for_update and not self.policy.may_start(step, self._slowest):
+            self._waiting[step].append((rank, self.clock.now))
+            return
+        now, worker, timeline = self.clock.now, self.workers[rank], self.timeline
+        jobs = []
+        for s, shard in enumerate(self.shards):
+            start, end = shard.book(now, self.fetch_time[s])
+            worker.fetch(self.server, s)
+            timeline.append(_new(Span, (rank, s, "fetch", start, end, step, None)))
+            jobs.append((start, end))
+        t = self._phase_end(rank, step, now, jobs)
+        row, k = self.durations[rank], self.accumulate
+        for micro in range(k):
+            d = row[step * k + micro]
+            timeline.append(_new(Span, (rank, None, "compute", t, t + d, step, micro)))
+            t += d
+        self.clock.at(t, self.computed, rank, step)
+
+    def _phase_end(self, rank: int, step: int, now: float, jobs: list[tuple[float, float]]) -> float:
+        """End of a fetch or push phase; time spent queued for a busy shard becomes idle."""
+        end, queued = now, False
+        for a, b in jobs:
+            if b > end:
+                end = b
+            if a > now:
+                queued = True
+        if queued:
+            for a, b in gaps(jobs, now, end):
+                self.timeline.append(_new(Span, (rank, None, "idle", a, b, step, None)))
+        return end
+
+    # --- push, and the server's update --------------------------------------------------
+    def computed(self, rank: int, step: int) -> None:
+        now, worker, server = self.clock.now, self.workers[rank], self.server
+        worker.compute(step)
+        jobs, applied_at, stale = [], 0.0, 0
+        for s, shard in enumerate(self.shards):
+            start, end = shard.book(now, self.fetch_time[s])
+            self.timeline.append(_new(Span, (rank, s, "push", start, end, step, None)))
+            jobs.append((start, end))
+            before = server.versions[s]
+            if worker.push(server, s):
+                stale = max(stale, before - worker.versions[s])
+                u0, u1 = shard.book(now, self.update_time[s])
+                self.timeline.append(_new(Span, (None, s, "update", u0, u1, step, None)))
+                if u1 > applied_at:
+                    applied_at = u1
+            else:  # buffered for a sync round: its staleness is counted when the round applies
+                self._stale = max(self._stale, before - worker.versions[s])
+        done = self._phase_end(rank, step, now, jobs)
+        if self.policy.waits_for_update:
+            self._push_done[rank] = done
+            if applied_at:  # this push completed the round
+                self._record(applied_at, max(stale, self._stale), None, step)
+                self._stale = 0
+                self.clock.at(applied_at, self.round_applied, step)
+        else:
+            self._record(applied_at, stale, rank, step)
+            self.clock.at(done, self.pushed_one, rank, step)
+
+    def _record(self, time: float, staleness: int, rank: int | None, step: int) -> None:
+        loss, acc = self.evaluate()
+        self.history.append(Record(time, loss, acc, staleness, len(self.history) + 1, rank, step))
+
+    def round_applied(self, step: int) -> None:
+        """Sync: the averaged update is on every shard; everyone waited for it, now all fetch."""
+        now = self.clock.now
+        for w in self.workers:
+            if self._push_done[w.rank] < now:
+                self.timeline.append(
+                    _new(Span, (w.rank, None, "idle", self._push_done[w.rank], now, step, None)))
+        for w in self.workers:
+            self.start_step(w.rank, step + 1)
+
+    def pushed_one(self, rank: int, step: int) -> None:
+        """Async / SSP: the worker's push is sent; it may go on unless it is too far ahead."""
+        self.pushed[rank] = step + 1
+        slowest = min(self.pushed) if self.policy.bound < self.steps else 0
+        if slowest > self._slowest:
+            self._slowest = slowest
+            self._release()
+        self.start_step(rank, step + 1)
+
+    def _release(self) -> None:
+        now = self.clock.now
+        for step in sorted(s for s in self._waiting if self.policy.may_start(s, self._slowest)):
+            for rank, since in self._waiting.pop(step):
+                if now > since:
+                    self.timeline.append(Span(rank, None, "idle", since, now, step))
+                self.start_step(rank, step)
+
+    @property
+    def makespan(self) -> float:
+        return max((s.end for s in self.timeline), default=0.0)
+
+
+def no_numbers() -> tuple[float, float]:
+    return math.nan, math.nan

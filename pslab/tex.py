@@ -1,0 +1,160 @@
+"""LaTeX side of the figures: the shared style file, and a compile helper (TeX -> PDF -> SVG).
+
+`style_preamble()` turns `pslab.palette` into \\definecolor lines and TikZ styles, so the
+hand-drawn figures in figures/ and the generated ones share colours defined once, in Python.
+figures/pslab-style.tex is that text, written by ``python -m pslab.tex`` (a test checks
+it is not stale). `compile_tex` runs pdflatex in a scratch directory with a timeout (a TeX
+error must never hang a test or a notebook) and converts the PDF to SVG for the web.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from pslab.palette import KINDS, LABELS, PALETTES, ROLE_LABELS, ROLES, TEX_PREFIX, tex_colour_name
+
+FIGURES_DIR = Path(__file__).resolve().parents[1] / "figures"
+STYLE_FILE = FIGURES_DIR / "pslab-style.tex"
+_SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {"~": r"\textasciitilde{}", "^": r"\^{}"}
+
+
+def _escape(text: str) -> str:
+    return "".join(_SPECIAL.get(c, c) for c in text)
+
+
+def style_preamble() -> str:
+    """The text of figures/pslab-style.tex: TikZ libraries, colours, styles, label macros."""
+    out = ["% pslab-style.tex -- GENERATED from pslab/palette.py by `python -m pslab.tex`;",
+           "% edit the palette, not this file. \\input it after \\documentclass[tikz]{standalone}.",
+           r"\usetikzlibrary{arrows.meta,positioning,fit,backgrounds,calc}", ""]
+    styles = [r"  block/.style={draw, rectangle, inner sep=1pt, font=\scriptsize},"]
+    for palette, colours in PALETTES.items():
+        prefix = TEX_PREFIX[palette]
+        out.append(f"% timeline blocks, palette {palette!r}")
+        for kind in KINDS:
+            name = tex_colour_name(kind, palette)
+            out.append(f"\\definecolor{{{name}}}{{HTML}}{{{colours[kind].lstrip('#').upper()}}}")
+            styles.append(f"  {prefix} {kind}/.style={{block, fill={name}}},")
+    out.append("% roles of the diagrams (002, 003) and the arrows of 000")
+    for role, hexcolour in ROLES.items():
+        out.append(f"\\definecolor{{{tex_colour_name(role)}}}{{HTML}}{{{hexcolour.lstrip('#').upper()}}}")
+    for role in ROLES:
+        if role in ("gradient", "weight"):  # flows are arrows, the rest are boxes
+            styles.append(f"  {role} flow/.style={{-{{Stealth[length=2.2mm]}}, very thick, "
+                          f"draw={tex_colour_name(role)}}},")
+        else:
+            styles.append(f"  role {role}/.style={{draw, thick, rounded corners=2pt, "
+                          f"align=center, fill={tex_colour_name(role)}}},")
+    styles[-1] = styles[-1].rstrip(",")
+    out += ["", r"\tikzset{", *styles, "}", "",
+            r"% \kindlabel{ps}{fetch} -> F ; \rolelabel{server} -> Parameter server",
+            r"\providecommand{\kindlabel}[2]{\csname pslab@kind@#1@#2\endcsname}",
+            r"\providecommand{\rolelabel}[1]{\csname pslab@role@#1\endcsname}"]
+    for palette, labels in LABELS.items():
+        for kind in KINDS:
+            out.append(f"\\expandafter\\def\\csname pslab@kind@{TEX_PREFIX[palette]}@{kind}"
+                       f"\\endcsname{{{_escape(labels[kind])}}}")
+    for role, text in ROLE_LABELS.items():
+        out.append(f"\\expandafter\\def\\csname pslab@role@{role}\\endcsname{{{_escape(text)}}}")
+    return "\n".join(out) + "\n"
+
+
+def write_style(path: Path | str = STYLE_FILE) -> Path:
+    """(Re)write figures/pslab-style.tex from the palette; returns its path."""
+    path = Path(path)
+    path.write_text(style_preamble(), encoding="utf-8")
+    return path
+
+
+def _svg_converters(pdf: Path, svg: Path) -> list[list[str]]:
+    # dvisvgm needs Ghostscript for PDF input; pdf2svg (poppler) is the fallback.
+    # --no-fonts draws glyphs as paths, so the SVG looks the same in any browser.
+    cands = [["dvisvgm", "--pdf", "--no-fonts", "--exact-bbox", "-o", str(svg), str(pdf)],
+             ["pdf2svg", str(pdf), str(svg)]]
+    return [c for c in cands if shutil.which(c[0])]
+
+
+def tex_available(svg: bool = True) -> bool:
+    """True when pdflatex (and, if `svg`, dvisvgm or pdf2svg) is on the PATH."""
+    return shutil.which("pdflatex") is not None and (not svg or bool(_svg_converters(Path(), Path())))
+
+
+def _tail(text: str, n: int = 30) -> str:
+    return "\n".join(text.splitlines()[-n:])
+
+
+def compile_tex(tex_path: Path | str, out_dir: Path | str, svg: bool = True,
+                timeout: float = 120.0) -> dict[str, Path]:
+    """Compile a standalone .tex to ``out_dir/<stem>.pdf`` (and ``.svg``); returns the paths.
+
+    Files the document \\input's are found next to `tex_path` (TEXINPUTS). Raises
+    RuntimeError, with the tail of the TeX log, when a tool is missing, fails or times out.
+    """
+    tex_path, out_dir = Path(tex_path).resolve(), Path(out_dir)
+    if shutil.which("pdflatex") is None:
+        raise RuntimeError("pdflatex not found: install TeX Live (see .ci/run for the apt packages)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = tex_path.stem
+    with tempfile.TemporaryDirectory(prefix="pslab-tex-") as tmp:
+        # the trailing separator keeps TeX's own search path after the figure's folder
+        env = dict(os.environ, TEXINPUTS=os.pathsep.join(
+            [str(tex_path.parent), os.environ.get("TEXINPUTS", "")]))
+        cmd = ["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+               f"-output-directory={tmp}", str(tex_path)]
+        log = Path(tmp) / f"{stem}.log"
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, errors="replace", timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(f"pdflatex timed out after {timeout:g}s on {tex_path}") from exc
+        pdf = Path(tmp) / f"{stem}.pdf"
+        if proc.returncode != 0 or not pdf.exists():
+            text = log.read_text(errors="replace") if log.exists() else proc.stdout
+            raise RuntimeError(f"pdflatex failed on {tex_path} (exit {proc.returncode}); "
+                               f"end of the log:\n{_tail(text)}")
+        out = {"pdf": Path(shutil.copy(pdf, out_dir / f"{stem}.pdf"))}
+    if svg:
+        out["svg"] = _to_svg(out["pdf"], out_dir / f"{stem}.svg", timeout)
+    return out
+
+
+def _to_svg(pdf: Path, svg: Path, timeout: float) -> Path:
+    cands = _svg_converters(pdf, svg)
+    if not cands:
+        raise RuntimeError("no PDF->SVG converter: install dvisvgm (with Ghostscript) or pdf2svg")
+    errors = []
+    for cmd in cands:  # the first converter that gives a real SVG wins
+        try:
+            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  errors="replace", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            errors.append(f"{cmd[0]}: timed out after {timeout:g}s")
+            continue
+        if proc.returncode == 0 and svg.exists() and b"<svg" in svg.read_bytes()[:4096]:
+            return svg
+        errors.append(f"{cmd[0]} (exit {proc.returncode}):\n{_tail(proc.stderr + proc.stdout, 10)}")
+    raise RuntimeError(f"could not convert {pdf} to SVG:\n" + "\n".join(errors))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m pslab.tex`` rewrites figures/pslab-style.tex; ``--compile OUT`` also builds."""
+    ap = argparse.ArgumentParser(prog="python -m pslab.tex", description=main.__doc__)
+    ap.add_argument("--check", action="store_true", help="exit 1 if pslab-style.tex is stale")
+    ap.add_argument("--compile", metavar="OUT", help="compile figures/*.tex into OUT")
+    args = ap.parse_args(argv)
+    if args.check:
+        stale = not STYLE_FILE.exists() or STYLE_FILE.read_text(encoding="utf-8") != style_preamble()
+        raise SystemExit(f"{STYLE_FILE} is stale: run python -m pslab.tex" if stale else 0)
+    print("wrote", write_style())
+    if args.compile:
+        for tex in sorted(FIGURES_DIR.glob("*.tex")):
+            if tex != STYLE_FILE:
+                print(tex.name, "->", ", ".join(str(p) for p in compile_tex(tex, args.compile).values()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""The timeline every figure is made of: spans of fetch, compute, push, update and idle.
+
+A span is one block in figures 000 and 001: who (a worker, or a server shard), what (its kind),
+when (start, end in virtual seconds) and for which step. Plots, TikZ export and the widgets read
+only these spans, so a timeline measured on real processes draws with the same code.
+"""
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple
+
+KINDS = ("fetch", "compute", "push", "update", "idle")
+
+
+class Span(NamedTuple):
+    """One block of the timeline.
+
+    worker: the worker's rank, or None for the server (updates).
+    shard: the server shard involved (fetch, push, update), else None.
+    kind: one of KINDS.
+    start, end: virtual seconds.
+    step: the worker's push number (0-based) or, for an update, the step it applies.
+    micro: for compute spans, which of the `accumulate` minibatches (0-based); else None.
+    """
+
+    worker: int | None
+    shard: int | None
+    kind: str
+    start: float
+    end: float
+    step: int
+    micro: int | None = None
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+def gaps(busy: Iterable[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:
+    """The parts of [start, end] covered by none of the `busy` intervals (which lie inside it)."""
+    out, t = [], start
+    for a, b in sorted(busy):
+        if a > t:
+            out.append((t, a))
+        if b > t:
+            t = b
+    if t < end:
+        out.append((t, end))
+    return out
+
+
+def total(spans: Iterable[Span], kind: str) -> float:
+    """Summed duration of the spans of one kind."""
+    return sum(s.end - s.start for s in spans if s.kind == kind)

@@ -1,0 +1,63 @@
+"""A worker of figure 000 ("Processor i on GPU i"): fetch (F), compute minibatches, push (P).
+
+A worker keeps the weights it last fetched, shard by shard, and computes its gradient on them:
+so in async mode its gradient really is stale when the others have moved the server on. With
+`accumulate = k` (figure 001) it runs k minibatches back to back and pushes their mean once.
+The worker knows nothing of time; the engine tells it when.
+"""
+from __future__ import annotations
+
+import torch
+
+from .data import Digits
+from .model import Params, loss_and_grad
+from .server import ParameterServer
+
+
+def device_for(rank: int) -> torch.device:
+    """`cuda:i` for worker i when GPUs exist (wrapping round when there are fewer), else the CPU."""
+    if torch.cuda.is_available():
+        return torch.device(f"cuda:{rank % torch.cuda.device_count()}")
+    return torch.device("cpu")
+
+
+class Worker:
+    def __init__(self, rank: int, data: Digits | None, workers: int, accumulate: int, batch: int,
+                 device: torch.device | None = None):
+        self.rank = rank
+        self.data = data  # None: timing only, no arithmetic
+        self.workers, self.accumulate, self.batch = workers, accumulate, batch
+        self.device = device if device is not None else device_for(rank)
+        self.weights: Params = {}
+        self.versions: dict[int, int] = {}  # shard -> version fetched
+        self.grads: Params = {}
+        self.loss = float("nan")
+
+    def fetch(self, server: ParameterServer, shard: int) -> int:
+        """Pull one shard's weights onto this worker's device; returns the version fetched."""
+        version, weights = server.pull(shard)
+        self.versions[shard] = version
+        if weights:  # empty in timing-only runs
+            self.weights.update({n: w.to(self.device) for n, w in weights.items()})
+        return version
+
+    def compute(self, step: int) -> None:
+        """Gradient of push `step`: the mean over `accumulate` minibatches of global batch `step`."""
+        if self.data is None:
+            return
+        total: Params = {}
+        losses = []
+        for micro in range(self.accumulate):
+            x, y = self.data.minibatch(step, self.rank, micro, self.workers, self.accumulate,
+                                       self.batch)
+            loss, grads = loss_and_grad(self.weights, x.to(self.device), y.to(self.device))
+            losses.append(loss)
+            total = grads if not total else {n: total[n] + g for n, g in grads.items()}
+        self.grads = {n: g / self.accumulate for n, g in total.items()}
+        self.loss = sum(losses) / len(losses)
+
+    def push(self, server: ParameterServer, shard: int) -> bool:
+        """Send this shard's part of the gradient; True when the server completed an update."""
+        if not self.grads:  # timing-only: the server just counts
+            return server.push(shard, self.grads)
+        return server.push(shard, {n: self.grads[n] for n in server.shards[shard]})
