@@ -56,7 +56,7 @@ class Cluster:
     def check(self, workers: int, minibatches: int) -> None:
         """Raise ValueError unless speeds and durations fit `workers` x `minibatches`."""
         if self.speeds is not None and len(self.speeds) != workers:
-            raise ValueError(f"cluster speeds must give one speed per worker: {workers} "
+            raise ValueError(f"cluster speeds must be one speed per worker: {workers} speeds "
                              f"(got {len(self.speeds)})")
         if self.durations is not None and self.durations.shape != (workers, minibatches):
             raise ValueError(

@@ -1,0 +1,134 @@
+"""Any run's timeline (figures 000 and 001) as a standalone TikZ picture, for slides and papers.
+
+`tikz(run)` writes the same blocks the matplotlib timeline draws, with the styles of figures/
+(`pslab.tex.style_preamble()`, colours from `pslab.palette`), so a replayed or modified run drops
+straight into a LaTeX deck. The document compiles on its own: the style is inlined.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+from .palette import LABELS, PALETTES, TEX_PREFIX
+from .plot_timeline import SHORT, worker_label
+from .run import Run
+from .tex import style_preamble
+
+ROW = 0.55  # cm per timeline row
+CHAR_CM = 0.1  # width of one \tiny character, to decide which blocks get a label
+_ESC = {c: "\\" + c for c in "&%$#_{}"}
+
+
+def _esc(text: str) -> str:
+    return "".join(_ESC.get(c, c) for c in text)
+
+
+def _num(x: float) -> str:
+    return f"{x:.4f}".rstrip("0").rstrip(".") or "0"
+
+
+def _shard_label(run: Run, s: int) -> str:
+    names = ", ".join(f"${n}$" for n in run.shards[s]) if s < len(run.shards) else ""
+    head = "server" if len(run.shard_bytes) == 1 else f"S{s + 1}"
+    return f"{head} \\{{{names}\\}}"
+
+
+def _ticks(right: float) -> list[float]:
+    """About five round tick values in [0, right]."""
+    raw = right / 5 or 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    return [i * step for i in range(int(right / step + 1e-9) + 1)]
+
+
+def _title(run: Run, label: str | None) -> str:
+    return (f"\\textbf{{{_esc(label or run.mode)}}}: makespan {run.makespan:.2f} s, idle "
+            f"{run.idle_time:.2f} ({run.idle_fraction * 100:.1f}\\%), {run.updates} updates")
+
+
+def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: bool,
+           label: str | None) -> tuple[list[str], float]:
+    """The lines of one run's timeline with its top at y0 (in rows); returns them and the
+    y of its bottom."""
+    prefix, labels = TEX_PREFIX[palette], LABELS[palette]
+    shard_rows = 0 if column else len(run.shard_bytes)
+    rows = [worker_label(w, palette) for w in range(run.workers)]
+    rows += [_shard_label(run, s) for s in range(shard_rows)]
+    out = [f"  % {_esc(label or run.mode)}: {len(run.timeline)} spans",
+           f"  \\node[anchor=south west, font=\\footnotesize, inner sep=1pt] at (0,{_num(y0 + 0.1)})"
+           f" {{{_title(run, label)}}};"]
+    for i, name in enumerate(rows):
+        out.append(f"  \\node[anchor=east, font=\\scriptsize] at (-0.1,{_num(y0 - i - 0.5)}) "
+                   f"{{{name}}};")
+    texts = []
+    for sp in sorted(run.timeline, key=lambda s: s.kind == "update"):  # columns on top
+        if sp.end <= sp.start:
+            continue
+        if sp.worker is not None:
+            top = bottom = sp.worker
+        elif column:
+            top, bottom = 0, run.workers - 1
+        else:
+            top = bottom = run.workers + sp.shard
+        ya, yb = y0 - top - 0.1, y0 - bottom - 0.9
+        out.append(f"  \\draw[{prefix} {sp.kind}] ({_num(sp.start)},{_num(ya)}) rectangle "
+                   f"({_num(sp.end)},{_num(yb)});")
+        cm = (sp.end - sp.start) * xs
+        mid = f"({_num((sp.start + sp.end) / 2)},{_num((ya + yb) / 2)})"
+        if column and sp.kind == "update":
+            if cm >= 0.3:
+                texts.append(f"  \\node[font=\\tiny, rotate=90] at {mid} "
+                             f"{{{SHORT.get(labels['update'], 'sync')}}};")
+            continue
+        text = (f"{sp.end - sp.start:.1f}" if palette == "accumulation" and sp.kind != "idle"
+                else None if palette == "accumulation" else labels[sp.kind])
+        for cand in (text, SHORT.get(text or "", "")):
+            if cand and len(cand) * CHAR_CM + 0.1 <= cm:
+                texts.append(f"  \\node[font=\\tiny, inner sep=0pt] at {mid} {{{_esc(cand)}}};")
+                break
+    bottom = y0 - len(rows) - 0.3
+    out += texts
+    out.append(f"  \\draw[->, thick] (0,{_num(bottom)}) -- ({_num(right * 1.04)},{_num(bottom)}) "
+               f"node[anchor=west, font=\\scriptsize] {{time (s)}};")
+    for t in _ticks(right):
+        out.append(f"  \\draw ({_num(t)},{_num(bottom)}) -- ++(0,-0.15) "
+                   f"node[below, font=\\tiny] {{{_num(t)}}};")
+    out.append(f"  \\draw[densely dashed, gray] ({_num(run.makespan)},{_num(y0)}) -- "
+               f"({_num(run.makespan)},{_num(bottom)});")
+    return out, bottom - 1.6
+
+
+def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str = "ps",
+         labels: Sequence[str] | None = None, column: bool | None = None,
+         width: float = 14.0) -> str:
+    """A standalone LaTeX document drawing the timeline of `run` (or of several runs, stacked
+    on one time scale); written to `path` when given. width: cm of the longest makespan.
+    palette/column as in `pslab.plot.TimelinePlot`.
+    """
+    if palette not in PALETTES:
+        raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
+    runs = [run] if isinstance(run, Run) else list(run)
+    if not runs:
+        raise ValueError("run must be a pslab Run or a non-empty list of runs")
+    labels = list(labels) if labels is not None else [None] * len(runs)
+    column = palette == "accumulation" if column is None else column
+    right = max(r.makespan for r in runs) or 1.0
+    xs = width / right  # cm per virtual second
+    body, y = [], 0.0
+    for r, lab in zip(runs, labels):
+        lines, y = _panel(r, y, xs, right, palette, column, lab)
+        body += lines
+    doc = "\n".join([
+        "% Generated by pslab.tikz: a run's timeline, one row per GPU and per server shard.",
+        "\\documentclass[tikz,border=4pt]{standalone}",
+        style_preamble(),
+        "\\begin{document}",
+        f"\\begin{{tikzpicture}}[x={_num(xs)}cm, y={ROW}cm]",
+        *body,
+        "\\end{tikzpicture}",
+        "\\end{document}",
+        ""])
+    if path is not None:
+        Path(path).write_text(doc, encoding="utf-8")
+    return doc

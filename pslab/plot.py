@@ -1,0 +1,12 @@
+"""Every plot of pslab in one namespace: timelines (000, 001), training curves and staleness
+(000), the data-flow diagram (002).
+
+The `*Plot` classes update in place (for the notebook widgets); the functions draw once and
+return a matplotlib Figure (no pyplot: nothing global, nothing to close, same file every time).
+"""
+from .plot_dataflow import Flow, flows, plot_dataflow
+from .plot_timeline import TimelinePlot, compare, legend_handles, plot_timeline
+from .plot_training import StalenessPlot, TrainingPlot, plot_staleness, plot_training
+
+__all__ = ["TimelinePlot", "TrainingPlot", "StalenessPlot", "plot_timeline", "compare",
+           "plot_training", "plot_staleness", "plot_dataflow", "flows", "Flow", "legend_handles"]

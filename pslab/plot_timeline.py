@@ -1,0 +1,205 @@
+"""Timelines of figures 000 and 001: one row per GPU and per server shard, time across.
+
+Every block is one `Span` of `run.timeline`, filled with its kind's colour from `pslab.palette`
+("ps": F blue, minibatch orange, P red, Update grey; "accumulation": forward/backward green,
+gradient sync blue, idle white). `TimelinePlot` keeps one PolyCollection per kind and only moves
+their vertices on `.update(run)`, so a notebook slider redraws in milliseconds.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from .palette import KINDS, LABELS, PALETTES
+from .run import Run
+
+HEIGHT = 0.8  # of a row; the gap between rows keeps neighbouring blocks apart
+ZORDER = {"idle": 1, "compute": 2, "fetch": 2, "push": 2, "update": 3}  # a sync column on top
+SHORT = {"Update": "Upd.", "minibatch": "mb", "forward/backward": "f/b", "gradient sync": "sync"}
+MAX_TEXTS = 80  # block labels beyond this many would be unreadable anyway (and slow)
+
+
+def worker_label(w: int, palette: str = "ps") -> str:
+    """'G1' as in figure 000, 'GPU1' as in figure 001."""
+    return f"{'GPU' if palette == 'accumulation' else 'G'}{w + 1}"
+
+
+def shard_label(run: Run, s: int) -> str:
+    names = run.shards[s] if s < len(run.shards) else []
+    inside = ", ".join(f"${n}$" for n in names)  # W_o -> W with subscript o (mathtext)
+    return f"server {{{inside}}}" if len(run.shards) == 1 else f"S{s + 1} {{{inside}}}"
+
+
+def legend_handles(palette: str = "ps") -> list[Patch]:
+    """One patch per distinct colour; kinds sharing a colour (the blue 'gradient sync' of figure
+    001) get the label of the last of them, which is the one the figure names."""
+    by_colour: dict[str, str] = {}
+    for kind in KINDS:
+        by_colour[PALETTES[palette][kind]] = kind
+    return [Patch(facecolor=c, edgecolor="black", linewidth=0.6, label=legend_label(k, palette))
+            for c, k in by_colour.items()]
+
+
+def legend_label(kind: str, palette: str) -> str:
+    text = LABELS[palette][kind]
+    return f"{kind} ({text})" if len(text) <= 2 else text  # "fetch (F)", "minibatch"
+
+
+def title_text(run: Run, label: str | None = None) -> str:
+    head = label or run.mode
+    return (f"{head}: makespan {run.makespan:.2f} s, idle {run.idle_time:.2f} "
+            f"({run.idle_fraction:.1%}), {run.updates} updates")
+
+
+class TimelinePlot:
+    """A timeline drawn once and then updated in place (no `ax.clear()`, no new collections).
+
+    palette: "ps" (figure 000) or "accumulation" (figure 001). column: draw server updates as a
+    column across all GPU rows, like figure 001's sync block, instead of on server rows (default:
+    True for "accumulation"). text: write labels ("label"), durations ("duration") or nothing
+    (None) inside blocks wide enough (default: label for "ps", duration for "accumulation").
+    """
+
+    def __init__(self, ax: Axes, palette: str = "ps", column: bool | None = None,
+                 text: str | None = "auto", label: str | None = None, legend: bool = True):
+        if palette not in PALETTES:
+            raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
+        self.ax, self.palette, self.label = ax, palette, label
+        self.column = palette == "accumulation" if column is None else column
+        self.text = ({"ps": "label", "accumulation": "duration"}[palette] if text == "auto"
+                     else text)
+        self.collections: dict[str, PolyCollection] = {}
+        for kind in KINDS:
+            coll = PolyCollection([], facecolors=PALETTES[palette][kind], edgecolors="black",
+                                  linewidths=0.6, zorder=ZORDER[kind], label="_" + kind)
+            self.collections[kind] = ax.add_collection(coll)
+        self.texts = [ax.text(0, 0, "", ha="center", va="center", fontsize=7, zorder=4,
+                              visible=False, clip_on=True) for _ in range(MAX_TEXTS)]
+        self.end_line = ax.axvline(0, color="0.3", linestyle="--", linewidth=0.8, zorder=5)
+        self.title = ax.set_title("", fontsize=9)
+        ax.set_xlabel("virtual time (s)")
+        ax.invert_yaxis()  # G1 on top, as in the seeds
+        ax.tick_params(axis="y", length=0)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        if legend:
+            ax.legend(handles=legend_handles(palette), loc="upper left", bbox_to_anchor=(1.01, 1),
+                      fontsize=7, frameon=False)
+        self.rows: list[str] = []
+
+    def update(self, run: Run, xmax: float | None = None) -> None:
+        """Show `run`: move every block, relabel rows, retitle; xmax fixes the time axis."""
+        workers = run.workers
+        shard_rows = 0 if self.column else len(run.shard_bytes)
+        self.rows = [worker_label(w, self.palette) for w in range(workers)]
+        self.rows += [shard_label(run, s) for s in range(shard_rows)]
+        boxes: dict[str, list] = {k: [] for k in KINDS}
+        wide: list[tuple[float, float, float, str, float]] = []
+        for sp in run.timeline:
+            if sp.end <= sp.start:  # zero-width transfers on a free network: nothing to see
+                continue
+            if sp.worker is not None:
+                top = bottom = sp.worker
+            elif self.column:
+                top, bottom = 0, workers - 1
+            else:
+                top = bottom = workers + sp.shard
+            y0, y1 = top - HEIGHT / 2, bottom + HEIGHT / 2
+            boxes[sp.kind].append(((sp.start, y0), (sp.start, y1), (sp.end, y1), (sp.end, y0)))
+            wide.append((sp.start, sp.end, (y0 + y1) / 2, sp.kind, sp.step))
+        for kind, coll in self.collections.items():
+            coll.set_verts(boxes[kind])
+        right = xmax if xmax is not None else (run.makespan or 1.0) * 1.02
+        self.ax.set_xlim(0, right)
+        self.ax.set_ylim(len(self.rows) - 0.5, -0.5)  # inverted: first row on top
+        self.ax.set_yticks(range(len(self.rows)), self.rows, fontsize=8)
+        self.end_line.set_xdata([run.makespan, run.makespan])
+        self.title.set_text(title_text(run, self.label))
+        self._write(wide, right)
+
+    def _write(self, blocks: list, right: float) -> None:
+        """Put text inside the blocks it fits in; the rest of the pool is hidden."""
+        used = 0
+        if self.text and len(blocks) <= 4 * MAX_TEXTS:
+            width_pt = self.ax.get_position().width * self.ax.figure.get_figwidth() * 72
+            pt_per_s = width_pt / right
+            for start, end, y, kind, step in blocks:
+                if used == MAX_TEXTS:
+                    break
+                text = self._fit(kind, end - start, (end - start) * pt_per_s)
+                if text:
+                    t = self.texts[used]
+                    t.set_text(text)
+                    t.set_position(((start + end) / 2, y))
+                    t.set_rotation(90 if self.column and kind == "update" else 0)
+                    t.set_visible(True)
+                    used += 1
+        for t in self.texts[used:]:
+            t.set_visible(False)
+
+    def _fit(self, kind: str, seconds: float, points: float) -> str | None:
+        if self.column and kind == "update":  # written upright along the column, like 001
+            return SHORT.get(LABELS[self.palette][kind], "sync") if points >= 10 else None
+        if self.text == "duration":
+            cands = [] if kind == "idle" else [f"{seconds:.1f}"]
+        else:
+            full = LABELS[self.palette][kind]
+            cands = [full, SHORT.get(full, "")]
+        for c in cands:
+            # ~0.6 em per character at 7 pt, plus a little margin
+            if c and len(c) * 4.3 + 3 <= points:
+                return c
+        return None
+
+    def bars(self, kind: str) -> list[tuple[float, float, float, float]]:
+        """The blocks drawn for `kind` as (start, end, y_low, y_high), read back from the artist."""
+        out = []
+        for path in self.collections[kind].get_paths():
+            v = np.asarray(path.vertices)
+            out.append((v[:, 0].min(), v[:, 0].max(), v[:, 1].min(), v[:, 1].max()))
+        return out
+
+
+def plot_timeline(run: Run, ax: Axes | None = None, palette: str = "ps",
+                  column: bool | None = None, label: str | None = None,
+                  legend: bool = True) -> Figure:
+    """Draw one run's timeline; returns the figure (its `pslab_plots` holds the TimelinePlot)."""
+    if ax is None:
+        fig = Figure(figsize=(9, 0.45 * (run.workers + len(run.shard_bytes)) + 1.4),
+                     layout="constrained")
+        ax = fig.add_subplot()
+    plot = TimelinePlot(ax, palette, column=column, label=label, legend=legend)
+    plot.update(run)
+    ax.figure.pslab_plots = [plot]
+    return ax.figure
+
+
+def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette: str = "ps",
+            column: bool | None = None, stacked: bool = False,
+            figsize: tuple[float, float] | None = None) -> Figure:
+    """Two runs on one time scale: side by side (figure 001) or stacked (figure 000).
+
+    The time axis is shared, so the shorter makespan is visibly shorter. The figure's
+    `pslab_plots` attribute holds the two TimelinePlots (to update them in place).
+    """
+    rows = max(r.workers + len(r.shard_bytes) for r in (run_a, run_b))
+    if figsize is None:
+        figsize = (10, 0.5 * rows * 2 + 2.2) if stacked else (12, 0.4 * rows + 2.0)
+    fig = Figure(figsize=figsize, layout="constrained")
+    axes = fig.subplots(2, 1, sharex=True) if stacked else fig.subplots(1, 2, sharex=True)
+    plots = [TimelinePlot(ax, palette, column=column, label=lab, legend=False)
+             for ax, lab in zip(axes, labels)]
+    xmax = max(run_a.makespan, run_b.makespan, 1e-9) * 1.02
+    for p, r in zip(plots, (run_a, run_b)):
+        p.update(r, xmax=xmax)
+    if stacked:
+        axes[0].set_xlabel("")
+    fig.legend(handles=legend_handles(palette), loc="outside lower center",
+               ncol=len(legend_handles(palette)), fontsize=8, frameon=False)
+    fig.pslab_plots = plots
+    return fig

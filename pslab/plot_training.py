@@ -1,0 +1,138 @@
+"""Training curves and staleness of figure 000's two modes: what async buys and what it costs.
+
+Loss and test accuracy are drawn against *virtual time*, not only against steps: async makes
+more updates per second (no worker waits for the straggler), each on staler weights. The
+staleness histogram shows how stale. Both plots update in place for the notebook widgets.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+
+from .run import Run
+
+# One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.
+RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+X_AXES = {"time": "virtual time (s)", "update": "server updates", "step": "step"}
+
+
+def _runs(runs: Run | Sequence[Run]) -> list[Run]:
+    return [runs] if isinstance(runs, Run) else list(runs)
+
+
+def _x(run: Run, x: str) -> np.ndarray:
+    if x == "time":
+        return np.array([r.time for r in run.history], dtype=float)
+    if x == "update":
+        return np.array([r.version for r in run.history], dtype=float)
+    return np.array([r.step + 1 for r in run.history], dtype=float)
+
+
+class TrainingPlot:
+    """Loss (left axis, solid) and test accuracy (right twin axis, dashed) of one or more runs.
+
+    x: "time" (virtual seconds, the default), "update" (server version) or "step".
+    """
+
+    def __init__(self, ax: Axes, x: str = "time"):
+        if x not in X_AXES:
+            raise ValueError(f"x must be one of {sorted(X_AXES)} (got {x!r})")
+        self.ax, self.x = ax, x
+        self.acc_ax = ax.twinx()
+        self.loss_lines: list[Line2D] = []
+        self.acc_lines: list[Line2D] = []
+        ax.set_xlabel(X_AXES[x])
+        ax.set_ylabel("training loss (solid)")
+        self.acc_ax.set_ylabel("test accuracy (dashed)")
+        self.acc_ax.set_ylim(0, 1)
+        self.title = ax.set_title("", fontsize=9)
+        self._labels: list[str] = []
+
+    def _lines(self, n: int) -> None:
+        while len(self.loss_lines) < n:  # grow the pool; never rebuilt on plain updates
+            c = RUN_COLOURS[len(self.loss_lines) % len(RUN_COLOURS)]
+            self.loss_lines.append(self.ax.plot([], [], color=c, lw=1.6, marker=".", ms=3)[0])
+            self.acc_lines.append(self.acc_ax.plot([], [], color=c, lw=1.4, ls="--")[0])
+
+    def update(self, runs: Run | Sequence[Run], labels: Sequence[str] | None = None) -> None:
+        runs = _runs(runs)
+        labels = list(labels) if labels is not None else [r.mode for r in runs]
+        self._lines(len(runs))
+        right = 0.0
+        for i, (loss_line, acc_line) in enumerate(zip(self.loss_lines, self.acc_lines)):
+            if i < len(runs):
+                xs = _x(runs[i], self.x)
+                loss_line.set_data(xs, [r.loss for r in runs[i].history])
+                acc_line.set_data(xs, [r.accuracy for r in runs[i].history])
+                loss_line.set_label(labels[i])
+                right = max(right, xs.max() if len(xs) else 0.0)
+            loss_line.set_visible(i < len(runs))
+            acc_line.set_visible(i < len(runs))
+        self.ax.set_xlim(0, right * 1.02 or 1.0)
+        self.ax.relim(visible_only=True)
+        self.ax.autoscale_view(scalex=False)
+        if labels != self._labels:  # a legend rebuild costs ~1 ms: only when the names change
+            self.ax.legend(handles=self.loss_lines[:len(runs)], fontsize=8, loc="center right")
+            self._labels = labels
+        self.title.set_text("  ".join(
+            f"{lab}: acc {r.final_accuracy:.1%} at {r.makespan:.1f} s" for lab, r in zip(labels, runs)))
+
+
+class StalenessPlot:
+    """Histogram of the staleness of every applied update: bars whose heights are updated."""
+
+    def __init__(self, ax: Axes, colour: str = RUN_COLOURS[1]):
+        self.ax, self.colour = ax, colour
+        self.bars: list[Rectangle] = []
+        ax.set_xlabel("staleness (versions behind when applied)")
+        ax.set_ylabel("updates")
+        self.title = ax.set_title("", fontsize=9)
+
+    def update(self, run: Run) -> None:
+        counts = Counter(run.staleness)
+        top = max(counts, default=0)
+        while len(self.bars) <= top:  # one bar per value; new ones only when staleness grows
+            self.bars.append(self.ax.add_patch(Rectangle(
+                (len(self.bars) - 0.4, 0), 0.8, 0, facecolor=self.colour, edgecolor="black",
+                linewidth=0.6)))
+        for value, bar in enumerate(self.bars):
+            bar.set_height(counts.get(value, 0))
+            bar.set_visible(value <= top)
+        self.ax.set_xlim(-0.6, top + 0.6)
+        self.ax.set_ylim(0, max(counts.values(), default=1) * 1.1)
+        self.ax.set_xticks(range(top + 1) if top < 20 else np.linspace(0, top, 6).round())
+        mean = float(np.mean(run.staleness)) if run.staleness else 0.0
+        self.title.set_text(f"{run.mode}: {run.updates} updates, mean staleness {mean:.2f}, "
+                            f"max {top}")
+
+    def heights(self) -> dict[int, float]:
+        """Bar height per staleness value, read back from the drawn bars."""
+        return {i: b.get_height() for i, b in enumerate(self.bars) if b.get_visible()}
+
+
+def plot_training(runs: Run | Sequence[Run], ax: Axes | None = None,
+                  labels: Sequence[str] | None = None, x: str = "time") -> Figure:
+    """Loss and test accuracy of one or more runs against virtual time (or x="update"/"step");
+    returns the figure (its `pslab_plots` holds the TrainingPlot)."""
+    if ax is None:
+        ax = Figure(figsize=(7, 3.6), layout="constrained").add_subplot()
+    plot = TrainingPlot(ax, x=x)
+    plot.update(runs, labels)
+    ax.figure.pslab_plots = [plot]
+    return ax.figure
+
+
+def plot_staleness(run: Run, ax: Axes | None = None) -> Figure:
+    """Histogram of how many versions behind each update's gradient was; returns the figure."""
+    if ax is None:
+        ax = Figure(figsize=(5, 3.2), layout="constrained").add_subplot()
+    plot = StalenessPlot(ax)
+    plot.update(run)
+    ax.figure.pslab_plots = [plot]
+    return ax.figure

@@ -1,0 +1,50 @@
+"""The seed figures replayed, each in one call: exact timing tables, fixed seeds.
+
+- `figure000()`: three processors, G1 the straggler (half speed), sync vs async. In async the
+  server applies G2's and G3's pushes first and G1's last, two versions stale.
+- `figure001()`: four GPUs with the compute durations the figure draws, "update every step"
+  vs "accumulate two steps, then update" (one gradient sync block of `sync_time`).
+- `figure002()`: three data-parallel workers on a parameter server, for the data-flow diagram.
+"""
+from __future__ import annotations
+
+from .cluster import Cluster
+from .run import Run, train
+
+# Figure 001's blocks, GPU1..GPU4 x (step 1, step 2), in units of 1.2em of the seed's TikZ.
+FIGURE001_DURATIONS = [[2.8, 3.7], [4.0, 2.8], [3.2, 3.2], [3.0, 4.0]]
+
+# Figure 000: minibatch 1 on G1 is twice as long as minibatches 2 and 3 (the straggler); F and
+# P are short next to a minibatch, and the server's Update is visible but shorter than a push
+# round. Zero bandwidth cost keeps F and P the same width on both shards, as drawn.
+FIGURE000_CLUSTER = dict(compute_time=3.0, speeds=[0.5, 1.0, 1.0], latency=0.25,
+                         bandwidth=float("inf"), update_time=1.0)
+
+
+def figure000(steps: int = 2, seed: int = 0) -> tuple[Run, Run]:
+    """(sync_run, async_run): the same three processors and straggler under both modes."""
+    kw = dict(workers=3, steps=steps, shards=2, seed=seed, batch=32)
+    return (train(mode="sync", cluster=Cluster(**FIGURE000_CLUSTER), **kw),
+            train(mode="async", cluster=Cluster(**FIGURE000_CLUSTER), **kw))
+
+
+def figure001(sync_time: float = 1.0, seed: int = 0) -> tuple[Run, Run]:
+    """(every_step_run, accumulate_two_run) on the durations of figure 001.
+
+    The network is free; the gradient sync is one server update of `sync_time` on one shard
+    (a single block across all GPUs, as drawn). sync_time=1.0 gives makespans 10.0 and 8.0;
+    sync_time=0 gives 8.0 and 7.0 with 5.3 and 1.3 GPU-seconds idle.
+    """
+    cluster = Cluster(durations=FIGURE001_DURATIONS, latency=0.0, bandwidth=float("inf"),
+                      update_time=sync_time)
+    kw = dict(mode="sync", workers=4, shards=1, seed=seed, batch=16, cluster=cluster)
+    return train(steps=2, accumulate=1, **kw), train(steps=1, accumulate=2, **kw)
+
+
+def figure002(seed: int = 0) -> Run:
+    """Three workers training the digits MLP on a two-shard parameter server (sync)."""
+    return train(mode="sync", workers=3, steps=20, batch=32, shards=2, seed=seed,
+                 cluster=Cluster(jitter=0.2))
+
+
+REPLAYS = {"figure000": figure000, "figure001": figure001, "figure002": figure002}

@@ -1,0 +1,86 @@
+"""Bad input: a ValueError at the public entry naming the parameter, before any work starts."""
+import math
+
+import pytest
+
+import pslab
+from pslab.data import dataset_size
+
+BAD_TRAIN = [
+    (dict(workers=0), "workers"),
+    (dict(workers=2.5), "workers"),
+    (dict(workers=True), "workers"),
+    (dict(lr=0), "lr"),
+    (dict(lr=-0.1), "lr"),
+    (dict(lr=math.inf), "lr"),
+    (dict(lr=math.nan), "lr"),
+    (dict(lr="0.1"), "lr"),
+    (dict(accumulate=0), "accumulate"),
+    (dict(batch=0), "batch"),
+    (dict(batch=10**6), "batch"),
+    (dict(steps=0), "steps"),
+    (dict(mode="bsp"), "mode"),
+    (dict(mode=None), "mode"),
+    (dict(shards=0), "shards"),
+    (dict(shards=5), "shards"),
+    (dict(seed=-1), "seed"),
+    (dict(numerics="yes"), "numerics"),
+    (dict(hidden=0), "hidden"),
+    (dict(cluster="fast"), "cluster"),
+    (dict(workers=3, cluster=pslab.Cluster(speeds=[1, 1])), "speeds"),
+    (dict(workers=2, steps=2, cluster=pslab.Cluster(durations=[[1, 1], [1, 1], [1, 1]])),
+     "durations"),
+    (dict(workers=2, steps=2, accumulate=2, cluster=pslab.Cluster(durations=[[1, 1], [1, 1]])),
+     "durations"),
+]
+
+
+@pytest.mark.parametrize("kwargs, name", BAD_TRAIN)
+def test_train_rejects_bad_arguments_by_name(kwargs, name, monkeypatch):
+    # "before any work starts": no data is loaded and no simulation is built
+    import pslab.run as run_module
+
+    def no_work(*a, **k):
+        raise AssertionError("work started before validation")
+
+    monkeypatch.setattr(run_module.Digits, "load", no_work)
+    monkeypatch.setattr(run_module, "Simulation", no_work)
+    with pytest.raises(ValueError, match=name) as err:
+        pslab.train(**kwargs)
+    assert "must be" in str(err.value)
+
+
+BAD_CLUSTER = [
+    (dict(compute_time=0), "compute_time"),
+    (dict(speeds=[1, 0]), "speeds"),
+    (dict(speeds=[1, -2]), "speeds"),
+    (dict(speeds=[1, math.nan]), "speeds"),
+    (dict(speeds=[]), "speeds"),
+    (dict(jitter=-1), "jitter"),
+    (dict(durations=[1, 2, 3]), "durations"),
+    (dict(durations=[[1, 0]]), "durations"),
+    (dict(durations=[[1, 2], [3]]), "durations"),
+    (dict(latency=-1), "latency"),
+    (dict(latency=math.inf), "latency"),
+    (dict(bandwidth=0), "bandwidth"),
+    (dict(update_time=-0.1), "update_time"),
+]
+
+
+@pytest.mark.parametrize("kwargs, name", BAD_CLUSTER)
+def test_cluster_rejects_bad_arguments_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        pslab.Cluster(**kwargs)
+
+
+@pytest.mark.parametrize("s", [-1, 1.5, "2", None])
+def test_ssp_rejects_bad_bounds(s):
+    with pytest.raises(ValueError, match="SSP"):
+        pslab.SSP(s)
+
+
+def test_edges_that_are_allowed():
+    n = dataset_size()
+    assert pslab.train(workers=1, batch=n, steps=1, numerics=False).updates == 1
+    assert pslab.train(shards=4, steps=1).weights.keys() == {"W_h", "b_h", "W_o", "b_o"}
+    assert pslab.Cluster(bandwidth=math.inf, latency=0).transfer_time(10**9) == 0.0
