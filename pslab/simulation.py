@@ -54,7 +54,8 @@ class Simulation:
         self.timeline: list[Span] = []
         self.history: list[Record] = []
         self.pushed = [0] * len(workers)  # pushes completed, per worker (for SSP)
-        self._slowest = 0
+        self._slowest = 0  # min(self.pushed), kept up to date in O(1) with a histogram
+        self._how_many = defaultdict(int, {0: len(workers)})  # pushes done -> workers
         self._waiting: dict[int, list[tuple[int, float]]] = defaultdict(list)
         self._push_done = [0.0] * len(workers)
         self._stale = 0  # largest staleness in the current sync round
@@ -153,10 +154,14 @@ class Simulation:
     def pushed_one(self, rank: int, step: int) -> None:
         """Async / SSP: the worker's push is sent; it may go on unless it is too far ahead."""
         self.pushed[rank] = step + 1
-        slowest = min(self.pushed) if self.policy.bound < self.steps else 0
-        if slowest > self._slowest:
-            self._slowest = slowest
-            self._release()
+        if self.policy.bound < self.steps:  # else no one can ever be held back
+            counts = self._how_many
+            counts[step] -= 1
+            counts[step + 1] += 1
+            if counts[self._slowest] == 0:
+                while counts[self._slowest] == 0:
+                    self._slowest += 1
+                self._release()
         self.start_step(rank, step + 1)
 
     def _release(self) -> None:
