@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ class Run:
     makespan: float
     shards: list[list[str]] = field(default_factory=list)
     shard_bytes: list[int] = field(default_factory=list)
+    complete: bool = True  # False when the run was interrupted (Ctrl-C): a partial timeline
 
     @property
     def workers(self) -> int:
@@ -72,14 +74,17 @@ class Run:
 
 def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
           batch: int = 32, steps: int = 50, shards: int = 2, seed: int = 0,
-          cluster: Cluster | None = None, numerics: bool = True, hidden: int = 32) -> Run:
+          cluster: Cluster | None = None, numerics: bool = True, hidden: int = 32,
+          progress: bool = False) -> Run:
     """Train the digits MLP on a parameter server in virtual time.
 
     mode: "sync", "async" or pslab.SSP(s). workers: how many. accumulate: minibatches per push.
     lr: SGD step size. batch: rows per minibatch. steps: pushes per worker. shards: server shards
     (1 to 4). seed: every random choice. cluster: the timing model (default Cluster()).
     numerics: False runs the same timeline without any arithmetic (fast, for large clusters).
-    hidden: width of the hidden layer.
+    hidden: width of the hidden layer. progress: show a progress bar (a notebook bar in Jupyter).
+    Interrupting a run (Ctrl-C, or the notebook's stop button) returns what was computed so far,
+    with `run.complete == False`.
     """
     policy = policy_for(mode)
     workers = integer("workers", workers)
@@ -89,8 +94,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     steps = integer("steps", steps)
     hidden = integer("hidden", hidden)
     seed = integer("seed", seed, low=0)
-    if not isinstance(numerics, bool):
-        raise ValueError(f"numerics must be True or False (got {numerics!r})")
+    for name, flag in (("numerics", numerics), ("progress", progress)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False (got {flag!r})")
     cluster = Cluster() if cluster is None else cluster
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
@@ -115,6 +121,16 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     sim = Simulation(server, crew, policy, cluster,
                      cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
                      shard_bytes, score if data else no_numbers)
+    if progress:
+        from tqdm.auto import tqdm
+
+        updates = steps if policy.waits_for_update else steps * workers
+        sim.progress = tqdm(total=updates, desc=f"{policy.name}, {workers} workers", unit="update")
     sim.run()
+    if sim.progress is not None:
+        sim.progress.close()
+    if sim.interrupted:
+        warnings.warn(f"run interrupted at virtual time {sim.makespan:.3g} s after "
+                      f"{len(sim.history)} updates: returning the partial run", stacklevel=2)
     return Run(config, sim.timeline, sim.history, server.weights(), sim.makespan, groups,
-               shard_bytes)
+               shard_bytes, complete=not sim.interrupted)

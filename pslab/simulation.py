@@ -59,6 +59,8 @@ class Simulation:
         self._waiting: dict[int, list[tuple[int, float]]] = defaultdict(list)
         self._push_done = [0.0] * len(workers)
         self._stale = 0  # largest staleness in the current sync round
+        self.progress = None  # a tqdm bar, ticked once per server update
+        self.interrupted = False
 
     def run(self) -> None:
         for w in self.workers:
@@ -69,6 +71,8 @@ class Simulation:
         gc.disable()
         try:
             self.clock.run()
+        except KeyboardInterrupt:  # keep what was computed: the caller gets a partial run
+            self.interrupted = True
         finally:
             if enabled:
                 gc.enable()
@@ -139,6 +143,8 @@ class Simulation:
 
     def _record(self, time: float, staleness: int, rank: int | None, step: int) -> None:
         loss, acc = self.evaluate()
+        if self.progress is not None:
+            self.progress.update(1)
         self.history.append(Record(time, loss, acc, staleness, len(self.history) + 1, rank, step))
 
     def round_applied(self, step: int) -> None:

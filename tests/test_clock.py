@@ -95,3 +95,25 @@ def test_default_sync_training_learns_the_digits():
     run = pslab.train(mode="sync")
     assert run.final_accuracy >= 0.90
     assert run.history[-1].loss < run.history[0].loss / 2
+
+
+def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
+    from pslab import simulation
+
+    real = simulation.Simulation.round_applied
+
+    def stop_after_three(self, step):
+        if step == 3:
+            raise KeyboardInterrupt
+        real(self, step)
+
+    monkeypatch.setattr(simulation.Simulation, "round_applied", stop_after_three)
+    with pytest.warns(UserWarning, match="interrupted"):
+        run = pslab.train(mode="sync", workers=2, steps=10)
+    assert not run.complete and run.updates == 4 and run.weights
+    assert [r.step for r in run.history] == [0, 1, 2, 3]
+
+
+def test_progress_bar_counts_updates(capsys):
+    run = pslab.train(mode="async", workers=2, steps=5, progress=True, numerics=False)
+    assert "10/10" in capsys.readouterr().err and run.complete
