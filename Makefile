@@ -5,7 +5,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := texlive-latex-base texlive-latex-recommended texlive-latex-extra \
-                texlive-pictures dvisvgm pdf2svg poppler-utils chromium chromium-driver
+                texlive-pictures dvisvgm chromium chromium-driver
 NBVAL := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout 300
 
 .PHONY: install system lab test demo figures

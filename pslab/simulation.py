@@ -116,7 +116,7 @@ class Simulation:
     def computed(self, rank: int, step: int) -> None:
         now, worker, server = self.clock.now, self.workers[rank], self.server
         worker.compute(step)
-        jobs, applied_at, stale = [], 0.0, 0
+        jobs, applied, applied_at, stale = [], False, 0.0, 0
         for s, shard in enumerate(self.shards):
             start, end = shard.book(now, self.fetch_time[s])
             self.timeline.append(_new(Span, (rank, s, "push", start, end, step, None)))
@@ -126,14 +126,13 @@ class Simulation:
                 stale = max(stale, before - worker.versions[s])
                 u0, u1 = shard.book(now, self.update_time[s])
                 self.timeline.append(_new(Span, (None, s, "update", u0, u1, step, None)))
-                if u1 > applied_at:
-                    applied_at = u1
+                applied, applied_at = True, max(applied_at, u1)
             else:  # buffered for a sync round: its staleness is counted when the round applies
                 self._stale = max(self._stale, before - worker.versions[s])
         done = self._phase_end(rank, step, now, jobs)
         if self.policy.waits_for_update:
             self._push_done[rank] = done
-            if applied_at:  # this push completed the round
+            if applied:  # this push completed the round
                 self._record(applied_at, max(stale, self._stale), None, step)
                 self._stale = 0
                 self.clock.at(applied_at, self.round_applied, step)

@@ -32,17 +32,19 @@ def style_preamble() -> str:
            "% edit the palette, not this file. \\input it after \\documentclass[tikz]{standalone}.",
            r"\usetikzlibrary{arrows.meta,positioning,fit,backgrounds,calc}", ""]
     styles = [r"  block/.style={draw, rectangle, inner sep=1pt, font=\scriptsize},"]
+
+    def define(name: str, hexcolour: str) -> None:
+        out.append(f"\\definecolor{{{name}}}{{HTML}}{{{hexcolour.lstrip('#').upper()}}}")
+
     for palette, colours in PALETTES.items():
-        prefix = TEX_PREFIX[palette]
         out.append(f"% timeline blocks, palette {palette!r}")
         for kind in KINDS:
-            name = tex_colour_name(kind, palette)
-            out.append(f"\\definecolor{{{name}}}{{HTML}}{{{colours[kind].lstrip('#').upper()}}}")
-            styles.append(f"  {prefix} {kind}/.style={{block, fill={name}}},")
+            define(tex_colour_name(kind, palette), colours[kind])
+            styles.append(f"  {TEX_PREFIX[palette]} {kind}/.style={{block, "
+                          f"fill={tex_colour_name(kind, palette)}}},")
     out.append("% roles of the diagrams (002, 003) and the arrows of 000")
     for role, hexcolour in ROLES.items():
-        out.append(f"\\definecolor{{{tex_colour_name(role)}}}{{HTML}}{{{hexcolour.lstrip('#').upper()}}}")
-    for role in ROLES:
+        define(tex_colour_name(role), hexcolour)
         if role in ("gradient", "weight"):  # flows are arrows, the rest are boxes
             styles.append(f"  {role} flow/.style={{-{{Stealth[length=2.2mm]}}, very thick, "
                           f"draw={tex_colour_name(role)}}},")
@@ -70,21 +72,25 @@ def write_style(path: Path | str = STYLE_FILE) -> Path:
     return path
 
 
-def _svg_converters(pdf: Path, svg: Path) -> list[list[str]]:
+def _svg_commands(pdf: Path, svg: Path) -> list[list[str]]:
     # dvisvgm needs Ghostscript for PDF input; pdf2svg (poppler) is the fallback.
     # --no-fonts draws glyphs as paths, so the SVG looks the same in any browser.
-    cands = [["dvisvgm", "--pdf", "--no-fonts", "--exact-bbox", "-o", str(svg), str(pdf)],
-             ["pdf2svg", str(pdf), str(svg)]]
-    return [c for c in cands if shutil.which(c[0])]
+    cmds = [["dvisvgm", "--pdf", "--no-fonts", "--exact-bbox", "-o", str(svg), str(pdf)],
+            ["pdf2svg", str(pdf), str(svg)]]
+    return [c for c in cmds if shutil.which(c[0])]
 
 
 def tex_available(svg: bool = True) -> bool:
     """True when pdflatex (and, if `svg`, dvisvgm or pdf2svg) is on the PATH."""
-    return shutil.which("pdflatex") is not None and (not svg or bool(_svg_converters(Path(), Path())))
+    has_svg = any(shutil.which(tool) for tool in ("dvisvgm", "pdf2svg"))
+    return shutil.which("pdflatex") is not None and (has_svg or not svg)
 
 
 def _tail(text: str, n: int = 30) -> str:
-    return "\n".join(text.splitlines()[-n:])
+    lines = text.splitlines()
+    # a TeX error starts with "!"; show it and what follows rather than the memory statistics
+    first = next((i for i, line in enumerate(lines) if line.startswith("!")), None)
+    return "\n".join(lines[first:first + n] if first is not None else lines[-n:])
 
 
 def compile_tex(tex_path: Path | str, out_dir: Path | str, svg: bool = True,
@@ -115,7 +121,7 @@ def compile_tex(tex_path: Path | str, out_dir: Path | str, svg: bool = True,
         if proc.returncode != 0 or not pdf.exists():
             text = log.read_text(errors="replace") if log.exists() else proc.stdout
             raise RuntimeError(f"pdflatex failed on {tex_path} (exit {proc.returncode}); "
-                               f"end of the log:\n{_tail(text)}")
+                               f"the TeX log from its first error:\n{_tail(text)}")
         out = {"pdf": Path(shutil.copy(pdf, out_dir / f"{stem}.pdf"))}
     if svg:
         out["svg"] = _to_svg(out["pdf"], out_dir / f"{stem}.svg", timeout)
@@ -123,7 +129,7 @@ def compile_tex(tex_path: Path | str, out_dir: Path | str, svg: bool = True,
 
 
 def _to_svg(pdf: Path, svg: Path, timeout: float) -> Path:
-    cands = _svg_converters(pdf, svg)
+    cands = _svg_commands(pdf, svg)
     if not cands:
         raise RuntimeError("no PDF->SVG converter: install dvisvgm (with Ghostscript) or pdf2svg")
     errors = []
