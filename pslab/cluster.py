@@ -26,7 +26,9 @@ class Cluster:
     jitter: spread of each minibatch's time: it is multiplied by exp(jitter·z), z ~ N(0, 1).
     durations: explicit compute seconds, one row per worker, one column per minibatch
         (steps·accumulate columns); overrides compute_time, speeds and jitter.
-    latency: seconds per transfer; bandwidth: bytes per second of each shard's link.
+    latency: seconds per transfer; bandwidth: bytes per second of each shard's link. A shard
+        serves one transfer at a time and the latency is part of it (think of it as the cost of
+        handling one request), so workers that fetch or push at once queue up.
     update_time: seconds for the server to apply one update to the whole model.
     """
 

@@ -16,7 +16,7 @@ from .run import Run
 from .tex import style_preamble
 
 ROW = 0.55  # cm per timeline row
-CHAR_CM = 0.1  # width of one \tiny character, to decide which blocks get a label
+CHAR_CM = 0.13  # width of one \tiny character (generous), to decide which blocks get a label
 _ESC = {c: "\\" + c for c in "&%$#_{}"}
 
 
@@ -43,8 +43,10 @@ def _ticks(right: float) -> list[float]:
 
 
 def _title(run: Run, label: str | None) -> str:
+    plural = "" if run.updates == 1 else "s"
     return (f"\\textbf{{{_esc(label or run.mode)}}}: makespan {run.makespan:.2f} s, idle "
-            f"{run.idle_time:.2f} ({run.idle_fraction * 100:.1f}\\%), {run.updates} updates")
+            f"{run.idle_time:.2f} s ({run.idle_fraction * 100:.1f}\\%), "
+            f"{run.updates} update{plural}")
 
 
 def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: bool,
@@ -56,8 +58,8 @@ def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: b
     rows = [worker_label(w, palette) for w in range(run.workers)]
     rows += [_shard_label(run, s) for s in range(shard_rows)]
     out = [f"  % {_esc(label or run.mode)}: {len(run.timeline)} spans",
-           f"  \\node[anchor=south west, font=\\footnotesize, inner sep=1pt] at (0,{_num(y0 + 0.1)})"
-           f" {{{_title(run, label)}}};"]
+           f"  \\node[anchor=south west, font=\\footnotesize, inner sep=1pt] "
+           f"at (0,{_num(y0 + 0.1)}) {{{_title(run, label)}}};"]
     for i, name in enumerate(rows):
         out.append(f"  \\node[anchor=east, font=\\scriptsize] at (-0.1,{_num(y0 - i - 0.5)}) "
                    f"{{{name}}};")
@@ -71,7 +73,8 @@ def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: b
             top, bottom = 0, run.workers - 1
         else:
             top = bottom = run.workers + sp.shard
-        ya, yb = y0 - top - 0.1, y0 - bottom - 0.9
+        gap = 0.0 if column else 0.1  # figure 001's rows touch, so its sync column is one block
+        ya, yb = y0 - top - gap, y0 - bottom - 1 + gap
         out.append(f"  \\draw[{prefix} {sp.kind}] ({_num(sp.start)},{_num(ya)}) rectangle "
                    f"({_num(sp.end)},{_num(yb)});")
         cm = (sp.end - sp.start) * xs

@@ -44,56 +44,72 @@ def flows(run: Run) -> list[Flow]:
 
 
 def fmt_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
+    """1320 -> '1.3 kB' (decimal units, as network links are quoted)."""
+    for unit in ("B", "kB", "MB"):
+        if n < 1000:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
-    return f"{n:.1f} GB"  # unreachable; keeps type checkers happy
+    return f"{n:.1f} GB"
 
 
 def _box(ax: Axes, x: float, y: float, w: float, h: float, role: str, text: str) -> None:
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.1",
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
+                                boxstyle="round,pad=0.02,rounding_size=0.1",
                                 facecolor=ROLES[role], edgecolor="black", linewidth=1.2))
     ax.text(x, y, text, ha="center", va="center", fontsize=8.5)
 
 
-def _arrow(ax: Axes, a: tuple, b: tuple, colour: str, rad: float = 0.0, dashed: bool = False) -> None:
+def _arrow(ax: Axes, a: tuple, b: tuple, colour: str, dashed: bool = False) -> None:
     ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=12, color=colour, lw=1.6,
                                  linestyle="--" if dashed else "-",
-                                 connectionstyle=f"arc3,rad={rad}", shrinkA=2, shrinkB=2))
+                                 shrinkA=2, shrinkB=2))
 
 
 def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     """The data-parallel diagram of figure 002 with every edge labelled from `run`."""
     n = run.workers
     if ax is None:
-        ax = Figure(figsize=(10, max(3.6, 1.25 * n + 1.4)), layout="constrained").add_subplot()
+        ax = Figure(figsize=(10, max(3.6, 1.2 * n + 1.2)), layout="constrained").add_subplot()
     ax.set_axis_off()
     height = max(n * 1.4, 3.0)
     ys = [height / 2 - (i + 0.5) * height / n for i in range(n)]  # worker 1 on top
-    data_x, work_x, ps_x = 0.9, 4.6, 8.6
+    data_x, work_x, ps_left, ps_right = 0.9, 4.3, 8.0, 10.0
     ax.set_xlim(-0.1, 10.1)
-    ax.set_ylim(-height / 2 - 0.5, height / 2 + 0.3)
-    cfg = run.config
-    _box(ax, data_x, 0, 1.6, 1.1, "data",
-         f"{ROLE_LABELS['data']}\n{cfg['steps']} steps x {n} workers\nx {cfg['accumulate']} x "
-         f"{cfg['batch']} rows")
-    shard_text = "\n".join("{" + ", ".join(f"${p}$" for p in names) + "}" for names in run.shards)
-    _box(ax, ps_x, 0, 2.0, max(1.1, 0.35 * len(run.shards) + 0.7), "server",
-         f"{ROLE_LABELS['server']}\n{shard_text}")
-    for f, y in zip(flows(run), ys):
+    ax.set_ylim(-height / 2 - 0.1, height / 2 + 0.1)
+    cfg, found = run.config, flows(run)
+    _box(ax, data_x, 0, 1.7, 1.1, "data",
+         f"{ROLE_LABELS['data']}\n{sum(f.rows for f in found)} rows read\n"
+         f"(batch {cfg['batch']}, accumulate {cfg['accumulate']})")
+    # The server is as tall as the column of workers, so every arrow to it is horizontal and
+    # its labels never cross another arrow (figure 000 does the same with its processors).
+    top, bottom = ys[0] + 0.5, ys[-1] - 0.5
+    _box(ax, (ps_left + ps_right) / 2, (top + bottom) / 2, ps_right - ps_left, top - bottom,
+         "server", "")
+    ax.text((ps_left + ps_right) / 2, top - 0.12, ROLE_LABELS["server"], ha="center", va="top",
+            fontsize=9, weight="bold")
+    for s, (names, nbytes) in enumerate(zip(run.shards, run.shard_bytes)):
+        y = top - 0.75 - s * (top - bottom - 0.6) / max(len(run.shards), 1)
+        inside = ", ".join(f"${p}$" for p in names)
+        ax.text((ps_left + ps_right) / 2, y, f"shard {s + 1}: {{{inside}}}\n{fmt_bytes(nbytes)}",
+                ha="center", va="top", fontsize=8,
+                bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="0.3"))
+    for f, y in zip(found, ys):
         _box(ax, work_x, y, 1.5, 0.75, "worker", f"Worker {f.worker + 1}\n(GPU{f.worker + 1})")
-        _arrow(ax, (data_x + 0.82, 0), (work_x - 0.77, y), "0.35")
-        ax.text((data_x + work_x) / 2 + 0.1, y / 2 + 0.12, f"{f.minibatches} batches\n{f.rows} rows",
-                ha="center", va="bottom", fontsize=7.5, color="0.25")
-        # gradients up (above the straight line), weights back (below): the arcs keep them apart
-        _arrow(ax, (work_x + 0.77, y + 0.12), (ps_x - 1.02, 0.12), ROLES["gradient"], rad=-0.12)
-        _arrow(ax, (ps_x - 1.02, -0.12), (work_x + 0.77, y - 0.12), ROLES["weight"], rad=-0.12,
-               dashed=True)
-        mid = (work_x + ps_x) / 2 - 0.45
-        ax.text(mid, y * 0.55 + 0.22, f"{f.pushes} pushes ∇θ, {fmt_bytes(f.push_bytes)}",
+        x0, x1 = data_x + 0.87, work_x - 0.77
+        _arrow(ax, (x0, 0), (x1, y), "0.35")
+        # the label's corner touches the arrow at 60 % of its length, the text on the outer side
+        lx, ly = x0 + 0.6 * (x1 - x0), 0.6 * y
+        ha, va = ("center", "bottom") if abs(y) < 1e-9 else ("right", "bottom" if y > 0 else "top")
+        ax.text(lx, ly + (0.08 if ha == "center" else 0), f"{f.minibatches} batches\n{f.rows} rows",
+                ha=ha, va=va, fontsize=7.5, color="0.25")
+        # gradients up to the server above, weights back below: two parallel arrows per worker
+        a, b = work_x + 0.77, ps_left - 0.02
+        _arrow(ax, (a, y + 0.12), (b, y + 0.12), ROLES["gradient"])
+        _arrow(ax, (b, y - 0.12), (a, y - 0.12), ROLES["weight"], dashed=True)
+        ax.text((a + b) / 2, y + 0.2,
+                f"{f.pushes} pushes of \u2207\u03b8, {fmt_bytes(f.push_bytes)}",
                 ha="center", va="bottom", fontsize=7.5, color=ROLES["gradient"])
-        ax.text(mid, y * 0.55 - 0.22, f"{f.pulls} pulls θ, {fmt_bytes(f.pull_bytes)}",
+        ax.text((a + b) / 2, y - 0.2, f"{f.pulls} pulls of \u03b8, {fmt_bytes(f.pull_bytes)}",
                 ha="center", va="top", fontsize=7.5, color=ROLES["weight"])
     ax.set_title(f"Distributed data-parallel training ({run.mode}, {n} workers): "
                  f"{run.updates} updates in {run.makespan:.2f} s", fontsize=10)

@@ -78,10 +78,10 @@ class TrainingPlot:
         self.ax.relim(visible_only=True)
         self.ax.autoscale_view(scalex=False)
         if labels != self._labels:  # a legend rebuild costs ~1 ms: only when the names change
-            self.ax.legend(handles=self.loss_lines[:len(runs)], fontsize=8, loc="center right")
+            self.ax.legend(handles=self.loss_lines[:len(runs)], fontsize=8, loc="best")
             self._labels = labels
-        self.title.set_text("  ".join(
-            f"{lab}: acc {r.final_accuracy:.1%} at {r.makespan:.1f} s" for lab, r in zip(labels, runs)))
+        self.title.set_text("  ".join(f"{lab}: acc {r.final_accuracy:.1%} at {r.makespan:.1f} s"
+                                      for lab, r in zip(labels, runs)))
 
 
 class StalenessPlot:

@@ -68,7 +68,8 @@ class Run:
     def __repr__(self) -> str:
         acc = self.final_accuracy
         acc_text = "" if math.isnan(acc) else f", test accuracy {acc:.1%}"
-        return (f"Run({self.mode}, {self.workers} workers, {self.updates} updates, makespan "
+        updates = f"{self.updates} update" + ("" if self.updates == 1 else "s")
+        return (f"Run({self.mode}, {self.workers} workers, {updates}, makespan "
                 f"{self.makespan:.3g} s, idle {self.idle_fraction:.1%}{acc_text})")
 
 

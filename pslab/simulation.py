@@ -174,7 +174,7 @@ class Simulation:
         for step in sorted(s for s in self._waiting if self.policy.may_start(s, self._slowest)):
             for rank, since in self._waiting.pop(step):
                 if now > since:
-                    self.timeline.append(Span(rank, None, "idle", since, now, step))
+                    self.timeline.append(_new(Span, (rank, None, "idle", since, now, step, None)))
                 self.start_step(rank, step)
 
     @property
