@@ -20,7 +20,7 @@ class Clock:
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
         """Call fn(*args) at virtual time `time` (never earlier than now)."""
-        heapq.heappush(self._heap, (max(time, self.now), self._seq, fn, args))
+        heapq.heappush(self._heap, (time if time > self.now else self.now, self._seq, fn, args))
         self._seq += 1
 
     def run(self) -> float:

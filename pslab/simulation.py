@@ -61,6 +61,8 @@ class Simulation:
         self._stale = 0  # largest staleness in the current sync round
         self.progress = None  # a tqdm bar, ticked once per server update
         self.interrupted = False
+        # Only a bounded-staleness policy can hold a worker back before a step.
+        self._gated = not policy.waits_for_update and policy.bound < steps
 
     def run(self) -> None:
         for w in self.workers:
@@ -81,7 +83,7 @@ class Simulation:
     def start_step(self, rank: int, step: int) -> None:
         if step == self.steps:
             return
-        if not self.policy.waits_for_update and not self.policy.may_start(step, self._slowest):
+        if self._gated and not self.policy.may_start(step, self._slowest):
             self._waiting[step].append((rank, self.clock.now))
             return
         now, worker, timeline = self.clock.now, self.workers[rank], self.timeline
@@ -144,7 +146,8 @@ class Simulation:
         loss, acc = self.evaluate()
         if self.progress is not None:
             self.progress.update(1)
-        self.history.append(Record(time, loss, acc, staleness, len(self.history) + 1, rank, step))
+        self.history.append(
+            _new(Record, (time, loss, acc, staleness, len(self.history) + 1, rank, step)))
 
     def round_applied(self, step: int) -> None:
         """Sync: the averaged update is on every shard; everyone waited for it, now all fetch."""
@@ -159,7 +162,7 @@ class Simulation:
     def pushed_one(self, rank: int, step: int) -> None:
         """Async / SSP: the worker's push is sent; it may go on unless it is too far ahead."""
         self.pushed[rank] = step + 1
-        if self.policy.bound < self.steps:  # else no one can ever be held back
+        if self._gated:
             counts = self._how_many
             counts[step] -= 1
             counts[step + 1] += 1
@@ -179,7 +182,9 @@ class Simulation:
 
     @property
     def makespan(self) -> float:
-        return max((s.end for s in self.timeline), default=0.0)
+        # Every span ends by the last event, except updates, whose ends the history records.
+        last_update = self.history[-1].time if self.history else 0.0
+        return max(self.clock.now, last_update)
 
 
 def no_numbers() -> tuple[float, float]:
