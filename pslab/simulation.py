@@ -46,7 +46,7 @@ class Simulation:
         self.steps, self.accumulate = steps, workers[0].accumulate
         self.durations = durations
         total = sum(shard_bytes)
-        self.fetch_time = [cluster.transfer_time(b) for b in shard_bytes]
+        self.transfer_time = [cluster.transfer_time(b) for b in shard_bytes]
         self.update_time = [cluster.update_duration(b / total) for b in shard_bytes]
         self.shards = [Resource() for _ in shard_bytes]
         self.evaluate = evaluate
@@ -86,52 +86,47 @@ class Simulation:
         if self._gated and not self.policy.may_start(step, self._slowest):
             self._waiting[step].append((rank, self.clock.now))
             return
-        now, worker, timeline = self.clock.now, self.workers[rank], self.timeline
-        jobs = []
-        for s, shard in enumerate(self.shards):
-            start, end = shard.book(now, self.fetch_time[s])
+        worker = self.workers[rank]
+        t = self._transfer("fetch", rank, step)
+        for s in range(len(self.shards)):  # booked now, so each sees the updates booked before
             worker.fetch(self.server, s)
-            timeline.append(_new(Span, (rank, s, "fetch", start, end, step, None)))
-            jobs.append((start, end))
-        t = self._phase_end(rank, step, now, jobs)
         row, k = self.durations[rank], self.accumulate
         for micro in range(k):
             d = row[step * k + micro]
-            timeline.append(_new(Span, (rank, None, "compute", t, t + d, step, micro)))
+            self.timeline.append(_new(Span, (rank, None, "compute", t, t + d, step, micro)))
             t += d
         self.clock.at(t, self.computed, rank, step)
 
-    def _phase_end(self, rank: int, step: int, now: float, jobs: list[tuple[float, float]]) -> float:
-        """End of a fetch or push phase; time spent queued for a busy shard becomes idle."""
-        end, queued = now, False
-        for a, b in jobs:
-            if b > end:
-                end = b
-            if a > now:
-                queued = True
+    def _transfer(self, kind: str, rank: int, step: int) -> float:
+        """Book one transfer per shard, all asked for now; returns when the last one ends.
+        Time spent queued behind other jobs on a busy shard becomes idle."""
+        now, append = self.clock.now, self.timeline.append
+        jobs, end, queued = [], now, False
+        for s, shard in enumerate(self.shards):
+            a, b = shard.book(now, self.transfer_time[s])
+            append(_new(Span, (rank, s, kind, a, b, step, None)))
+            jobs.append((a, b))
+            end, queued = (b if b > end else end), queued or a > now
         if queued:
             for a, b in gaps(jobs, now, end):
-                self.timeline.append(_new(Span, (rank, None, "idle", a, b, step, None)))
+                append(_new(Span, (rank, None, "idle", a, b, step, None)))
         return end
 
     # --- push, and the server's update --------------------------------------------------
     def computed(self, rank: int, step: int) -> None:
         now, worker, server = self.clock.now, self.workers[rank], self.server
         worker.compute(step)
-        jobs, applied, applied_at, stale = [], False, 0.0, 0
+        done = self._transfer("push", rank, step)
+        applied, applied_at, stale = False, 0.0, 0
         for s, shard in enumerate(self.shards):
-            start, end = shard.book(now, self.fetch_time[s])
-            self.timeline.append(_new(Span, (rank, s, "push", start, end, step, None)))
-            jobs.append((start, end))
             before = server.versions[s]
             if worker.push(server, s):
                 stale = max(stale, before - worker.versions[s])
-                u0, u1 = shard.book(now, self.update_time[s])
+                u0, u1 = shard.book(now, self.update_time[s])  # right behind this push
                 self.timeline.append(_new(Span, (None, s, "update", u0, u1, step, None)))
                 applied, applied_at = True, max(applied_at, u1)
             else:  # buffered for a sync round: its staleness is counted when the round applies
                 self._stale = max(self._stale, before - worker.versions[s])
-        done = self._phase_end(rank, step, now, jobs)
         if self.policy.waits_for_update:
             self._push_done[rank] = done
             if applied:  # this push completed the round
