@@ -10,12 +10,13 @@ from .server import ParameterServer
 from .simulation import Record
 from .timeline import KINDS, Span
 from .worker import Worker
-from . import plot, replay
+from . import plot, quiz, replay, widgets
 from .export import tikz
+from .widgets import Dashboard, dashboard
 from .plot import (StalenessPlot, TimelinePlot, TrainingPlot, compare, plot_dataflow,
                    plot_staleness, plot_timeline, plot_training)
 
 __all__ = ["Cluster", "SSP", "Sync", "Async", "Policy", "Run", "train", "ParameterServer",
            "Record", "Span", "KINDS", "Worker", "plot", "replay", "tikz", "TimelinePlot",
            "TrainingPlot", "StalenessPlot", "plot_timeline", "compare", "plot_training",
-           "plot_staleness", "plot_dataflow"]
+           "plot_staleness", "plot_dataflow", "quiz", "widgets", "Dashboard", "dashboard"]

@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import torch
 
 from .checks import integer, number
 from .cluster import Cluster
@@ -73,6 +76,25 @@ class Run:
                 f"{self.makespan:.3g} s, idle {self.idle_fraction:.1%}{acc_text})")
 
 
+@contextmanager
+def single_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block.
+
+    The digits MLP is tiny: on a busy 2-core machine one thread trains it ~10x faster than the
+    default (one per core), and the numbers no longer depend on how many cores the machine has
+    (matmul reductions split by thread change the last bits), so a seed gives the same run
+    everywhere and notebook outputs compare exactly.
+    """
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if before != 1:
+            torch.set_num_threads(before)
+
+
 def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
           batch: int = 32, steps: int = 50, shards: int = 2, seed: int = 0,
           cluster: Cluster | None = None, numerics: bool = True, hidden: int = 32,
@@ -127,7 +149,8 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
 
         updates = steps if policy.waits_for_update else steps * workers
         sim.progress = tqdm(total=updates, desc=f"{policy.name}, {workers} workers", unit="update")
-    sim.run()
+    with single_thread():
+        sim.run()
     if sim.progress is not None:
         sim.progress.close()
     if sim.interrupted:

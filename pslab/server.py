@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from itertools import combinations
 
-import torch
 
 from .model import NAMES, Params
 

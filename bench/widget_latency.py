@@ -1,0 +1,98 @@
+"""Widget update latency of the notebook dashboards, in the kernel.
+
+    python bench/widget_latency.py [--changes 20] [--presets default 000 001 002]
+
+For each dashboard preset (at 8 workers x 30 steps, the size the goal is stated for) and each
+control, make `--changes` changes exactly as a slider move does (set the widget's value) and
+time what the kernel does before the new PNGs are on the Image widgets: the timing-only run,
+the plot updates and the PNG rendering (the fast path; goal: median <= 40 ms). The loss curve
+that follows when the sliders rest (the arithmetic, `settle`) is timed once per control and
+reported apart. Runs are not served from the dashboard's cache (it is emptied before each
+change), so every change really re-simulates. Prints wall-clock and CPU medians: on a busy
+machine the CPU time shows what the code costs, the wall time what a reader would feel.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+
+import torch
+
+from pslab.widgets import Dashboard
+
+# Values a reader would drag through; each change goes to the next one (cycling).
+SWEEPS = {
+    "workers": [7, 8, 9, 10, 9, 8],
+    "slowdown": [1.0 + 0.25 * k for k in range(13)],
+    "bandwidth": [m * 10.0 ** e for e in (4, 5, 6, 7) for m in (1, 2, 5)],
+    "accumulate": [1, 2, 3, 2],
+    "shards": [1, 2, 3, 4, 3, 2],
+    "mode": ["sync", "async", "SSP"],
+    "lr": [0.05, 0.1, 0.2, 0.5, 1.0],
+}
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+async def measure(preset: str, changes: int) -> dict[str, dict[str, float]]:
+    # settle_delay: far in the future, so a sweep is all fast path (as while dragging); the
+    # settle is then timed on its own.
+    dash = Dashboard(preset, settle_delay=3600, workers=8, steps=30)
+    out = {}
+    for control, values in SWEEPS.items():
+        start = dash.controls[control].value
+        wall, cpu = [], []
+        for k in range(changes):
+            value = values[k % len(values)]
+            if value == dash.controls[control].value:
+                value = values[(k + 1) % len(values)]
+            dash.view.cache._runs.clear()
+            t0, c0 = time.perf_counter(), time.process_time()
+            dash.controls[control].value = value
+            wall.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
+        if dash.controls[control].value == start:  # time the settle of new settings
+            dash.controls[control].value = next(v for v in values if v != start)
+        t0 = time.perf_counter()
+        dash.settle()
+        settle = (time.perf_counter() - t0) * 1000
+        dash.set(**{control: start})
+        dash.settle()
+        if dash.errors:
+            raise RuntimeError(dash.errors)
+        out[control] = dict(median=statistics.median(wall), p90=percentile(wall, 0.9),
+                            cpu=statistics.median(cpu), settle=settle)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--changes", type=int, default=20)
+    ap.add_argument("--presets", nargs="+", default=["default", "000", "001", "002"])
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    print(f"widget update latency, kernel side, median over {args.changes} changes "
+          f"(8 workers x 30 steps; ms)")
+    print(f"{'preset':8} {'control':11} {'median':>7} {'p90':>7} {'cpu':>7} {'settle':>7}")
+    everything = []
+    for preset in args.presets:
+        res = asyncio.run(measure(preset, args.changes))
+        for control, r in res.items():
+            print(f"{preset:8} {control:11} {r['median']:7.1f} {r['p90']:7.1f} {r['cpu']:7.1f} "
+                  f"{r['settle']:7.0f}")
+            if control != "lr":  # lr never moves the clock: no redraw at all
+                everything.append(r["median"])
+    overall = statistics.median(everything)
+    print(f"median of the medians (sliders that redraw): {overall:.1f} ms "
+          f"(goal <= 40 ms); 'settle' = the loss curve after the sliders rest")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

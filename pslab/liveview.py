@@ -1,0 +1,320 @@
+"""The engine behind the notebook dashboards, with no widgets in it: settings -> runs -> PNGs.
+
+A dashboard change must feel instant (the goal: <= 40 ms in the kernel for 8 workers x 30
+steps), so this module does three things and nothing else:
+
+- `Settings` is what the controls say (workers, accumulation, lr, mode, straggler, shards,
+  bandwidth, plus the fixed parts of a preset), turned into one `pslab.train` call;
+- `LiveFigure` (pslab.livefigure) is ONE reused Agg figure per plot that renders to PNG bytes
+  by blitting: frame, axes and legend are cached bitmaps, and a change redraws only the artists
+  the `pslab.plot` objects move (blocks, bars, lines) unless limits or tick labels change;
+- `View` keeps the three live plots (timeline, loss-vs-time, staleness) and a small cache of
+  runs: a slider drag runs timing-only (`numerics=False`, a few ms) and updates the timeline and
+  staleness; the loss curve needs the arithmetic and is brought up to date by `View.settle`.
+
+`pslab.widgets.Dashboard` puts ipywidgets in front of a `View`; tests and the benchmark drive a
+`View` (or a Dashboard) headlessly.
+"""
+from __future__ import annotations
+
+import io
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+from matplotlib.artist import Artist
+from PIL import Image
+
+from .cluster import Cluster
+from .livefigure import LiveFigure, nice_ceiling
+from .modes import SSP
+from .plot import StalenessPlot, TimelinePlot, TrainingPlot
+from .run import Run, single_thread, train
+
+MODES = ("sync", "async", "SSP")
+TIMELINE_SIZE = (10.0, 4.2)  # inches: 16 workers + 4 shard rows still have readable labels
+SMALL_SIZE = (5.0, 3.0)  # loss-vs-time and staleness, side by side under the timeline
+MAX_LABELLED_BLOCKS = 32  # compute blocks up to which the timeline writes numbers in them
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a dashboard shows. The first eight are on controls; the rest come from a preset.
+
+    slowdown: how many times slower worker 1 (G1, the straggler of figure 000) computes.
+    bandwidth: bytes per second of each server shard's link. ssp: the s of SSP(s) (mode "SSP").
+    """
+
+    workers: int = 8
+    accumulate: int = 1
+    lr: float = 0.5
+    mode: str = "sync"
+    ssp: int = 2
+    slowdown: float = 2.0
+    shards: int = 2
+    bandwidth: float = 1e5
+    steps: int = 30
+    batch: int = 32
+    seed: int = 0
+    compute_time: float = 1.0
+    jitter: float = 0.1
+    latency: float = 0.02
+    update_time: float = 0.2
+    palette: str = "ps"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)} (got {self.mode!r})")
+        if not (isinstance(self.slowdown, (int, float)) and self.slowdown >= 1):
+            raise ValueError(f"slowdown must be a number >= 1 (got {self.slowdown!r})")
+
+    @property
+    def policy(self) -> str | SSP:
+        return SSP(self.ssp) if self.mode == "SSP" else self.mode
+
+    def cluster(self) -> Cluster:
+        speeds = [1.0 / self.slowdown] + [1.0] * (self.workers - 1)
+        return Cluster(compute_time=self.compute_time, speeds=speeds, jitter=self.jitter,
+                       latency=self.latency, bandwidth=self.bandwidth,
+                       update_time=self.update_time)
+
+    def train_kwargs(self) -> dict[str, Any]:
+        """The exact arguments of `pslab.train` for these settings (numerics left to the caller)."""
+        return dict(mode=self.policy, workers=self.workers, accumulate=self.accumulate,
+                    lr=self.lr, batch=self.batch, steps=self.steps, shards=self.shards,
+                    seed=self.seed, cluster=self.cluster())
+
+    def code(self) -> str:
+        """The same run as one line of Python, to paste into a cell."""
+        kw = self.train_kwargs()
+        mode = f"pslab.SSP({self.ssp})" if self.mode == "SSP" else repr(self.mode)
+        cl = (f"pslab.Cluster(compute_time={self.compute_time:g}, speeds={_speeds_code(self)}, "
+              f"jitter={self.jitter:g}, latency={self.latency:g}, bandwidth={self.bandwidth:.3g}, "
+              f"update_time={self.update_time:g})")
+        return (f"pslab.train(mode={mode}, workers={kw['workers']}, accumulate={kw['accumulate']}, "
+                f"lr={self.lr:.3g}, batch={self.batch}, steps={self.steps}, shards={self.shards}, "
+                f"seed={self.seed}, cluster={cl})")
+
+    def changed(self, **values: Any) -> "Settings":
+        return replace(self, **values)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _speeds_code(s: Settings) -> str:
+    rest = f" + [1.0] * {s.workers - 1}" if s.workers > 1 else ""
+    return f"[1 / {s.slowdown:g}]{rest}"
+
+
+# The dashboards of the notebooks: each starts where its figure is (the exact replays live in
+# pslab.replay; these are the same set-ups made continuous so that every control means something).
+PRESETS: dict[str, Settings] = {
+    # A general lab: 8 workers x 30 steps is the size the latency goal is stated for.
+    "default": Settings(),
+    # 000: three processors, G1 at half speed, F and P short, a visible server Update.
+    "000": Settings(workers=3, mode="async", slowdown=2.0, steps=12, compute_time=3.0,
+                    jitter=0.0, latency=0.25, bandwidth=1e8, update_time=1.0),
+    # 001: four GPUs, uneven forward/backward blocks, one gradient sync; accumulate two steps.
+    "001": Settings(workers=4, accumulate=2, mode="sync", slowdown=1.0, shards=1, steps=6,
+                    compute_time=3.3, jitter=0.15, latency=0.0, bandwidth=1e8, update_time=1.0,
+                    palette="accumulation", batch=16),
+    # 002: three data-parallel workers on a two-shard server, as pslab.replay.figure002().
+    "002": Settings(workers=3, mode="sync", slowdown=1.0, steps=20, jitter=0.2),
+}
+
+
+def preset(name: str = "default", **overrides: Any) -> Settings:
+    """The settings a dashboard starts from: PRESETS[name] with `overrides` applied."""
+    if name not in PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(map(repr, PRESETS))} (got {name!r})")
+    return PRESETS[name].changed(**overrides) if overrides else PRESETS[name]
+
+
+def _timeline_artists(plot: TimelinePlot) -> list[Artist]:
+    return [*plot.collections.values(), *plot.texts, plot.end_line, plot.title]
+
+
+def _staleness_artists(plot: StalenessPlot) -> list[Artist]:
+    return [*plot.bars, plot.title]
+
+
+def _training_artists(plot: TrainingPlot) -> list[Artist]:
+    return [*plot.loss_lines, *plot.acc_lines, plot.title]
+
+
+class RunCache:
+    """The last `size` runs by settings (an LRU): moving a slider back is free."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self._runs: OrderedDict[tuple, Run] = OrderedDict()
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(settings: Settings, numerics: bool) -> tuple:
+        # lr changes the arithmetic, never the clock: timing-only runs ignore it
+        return (settings if numerics else settings.changed(lr=1.0), numerics)
+
+    def has(self, settings: Settings, numerics: bool) -> bool:
+        return self.key(settings, numerics) in self._runs
+
+    def get(self, settings: Settings, numerics: bool) -> Run:
+        key = self.key(settings, numerics)
+        run = self._runs.get(key)
+        if run is not None:
+            self._runs.move_to_end(key)
+            self.hits += 1
+            return run
+        self.misses += 1
+        with single_thread():
+            run = train(numerics=numerics, **settings.train_kwargs())
+        self._runs[key] = run
+        if len(self._runs) > self.size:
+            self._runs.popitem(last=False)
+        return run
+
+
+class View:
+    """The three live plots of a dashboard, fed from settings.
+
+    `show(settings)` is the fast path (timing-only run, timeline and staleness redrawn; nothing
+    at all when only the learning rate moved, since the clock does not depend on it);
+    `settle()` adds the arithmetic for the same settings (loss and accuracy against time),
+    keeping the previous settled run on the loss plot for comparison. The plots' titles are
+    not drawn into the PNGs (text is the slowest thing Agg draws): `captions()` gives them, for
+    the dashboard to show as HTML above each image.
+    """
+
+    def __init__(self, settings: Settings | None = None, palette: str | None = None):
+        self.settings = settings or PRESETS["default"]
+        palette = palette or self.settings.palette
+        self.timeline = LiveFigure(TIMELINE_SIZE, dict(left=0.13, right=0.84, bottom=0.12,
+                                                       top=0.97))
+        # block labels ("minibatch", "F") crowd a dense timeline: only figure 001's durations
+        self.timeline_plot = TimelinePlot(self.timeline.ax, palette=palette,
+                                          text="auto" if palette == "accumulation" else None)
+        self._block_text = self.timeline_plot.text
+        self.training = LiveFigure(SMALL_SIZE, dict(left=0.16, right=0.86, bottom=0.16,
+                                                    top=0.96))
+        self.training_plot = TrainingPlot(self.training.ax)
+        self.staleness = LiveFigure(SMALL_SIZE, dict(left=0.14, right=0.96, bottom=0.16,
+                                                     top=0.96))
+        self.staleness_plot = StalenessPlot(self.staleness.ax)
+        for plot in (self.timeline_plot, self.training_plot, self.staleness_plot):
+            plot.title.set_visible(False)
+        self.cache = RunCache()
+        self.run: Run | None = None  # what the timeline shows (timing-only until settled)
+        self.settled: Run | None = None  # the latest run with numerics
+        self.previous: tuple[Settings, Run] | None = None  # the one before, for comparison
+        self._settled_for: Settings | None = None
+        self._shown_key: tuple | None = None
+
+    @property
+    def pending(self) -> bool:
+        """True while the loss plot still shows other settings than the timeline."""
+        return self._settled_for != self.settings
+
+    def show(self, settings: Settings) -> dict[str, bytes]:
+        """Fast path: timing-only run (or a cached one), timeline + staleness redrawn."""
+        self.settings = settings
+        key = self.cache.key(settings, False)
+        if key == self._shown_key:  # only lr moved: same clock, same pictures
+            if self.cache.has(settings, True):
+                self.run = self.cache.get(settings, True)
+            return {"timeline": self.timeline.png, "staleness": self.staleness.png}
+        numerics = self.cache.has(settings, True)
+        run = self.cache.get(settings, numerics)
+        self.run, self._shown_key = run, key
+        # numbers written in the blocks (figure 001's durations) cost ~0.4 ms each to draw:
+        # only while there are few blocks, where they are also readable
+        blocks = settings.workers * settings.steps * settings.accumulate
+        self.timeline_plot.text = self._block_text if blocks <= MAX_LABELLED_BLOCKS else None
+        self.timeline_plot.update(run, xmax=nice_ceiling(run.makespan * 1.02))
+        self.staleness_plot.update(run)
+        self.staleness.ax.set_ylim(0, nice_ceiling(max(self.staleness.ax.get_ylim()[1], 1)))
+        return {"timeline": self.timeline.render(_timeline_artists(self.timeline_plot)),
+                "staleness": self.staleness.render(_staleness_artists(self.staleness_plot))}
+
+    def settle(self, progress: Callable[[str], None] | None = None) -> bytes:
+        """Slow path: the run with numerics for the current settings; loss plot redrawn."""
+        settings = self.settings
+        if self._settled_for == settings and self.training.png:
+            return self.training.png
+        if progress is not None and not self.cache.has(settings, True):
+            progress(f"training: {settings.workers} workers x {settings.steps} steps x "
+                     f"{settings.accumulate} minibatch(es)")
+        run = self.cache.get(settings, True)
+        if self.settled is not None and self._settled_for is not None:
+            self.previous = (self._settled_for, self.settled)
+        self.settled, self._settled_for, self.run = run, settings, run
+        runs, labels = [run], ["now"]
+        if self.previous is not None and self.previous[0] != settings:
+            runs.append(self.previous[1])
+            labels.append("before: " + describe_change(settings, self.previous[0]))
+        self.training_plot.update(runs, labels=labels)
+        return self.training.render(_training_artists(self.training_plot))
+
+    def pngs(self) -> dict[str, bytes]:
+        return {"timeline": self.timeline.png, "training": self.training.png,
+                "staleness": self.staleness.png}
+
+    def captions(self) -> dict[str, str]:
+        """The titles the plots computed (drawn as HTML by the dashboard, not into the PNGs)."""
+        return {"timeline": self.timeline_plot.title.get_text(),
+                "training": self.training_plot.title.get_text(),
+                "staleness": self.staleness_plot.title.get_text()}
+
+    def snapshot(self) -> bytes:
+        """One PNG of all three plots with their titles: the static picture a notebook keeps
+        for readers without a kernel (drawn the slow way, once, when the dashboard is shown)."""
+        parts = []
+        for live, plot in ((self.timeline, self.timeline_plot),
+                           (self.training, self.training_plot),
+                           (self.staleness, self.staleness_plot)):
+            animated = [a for a in live.figure.findobj() if a.get_animated()]
+            for a in animated:
+                a.set_animated(False)
+            plot.title.set_visible(True)
+            top = live.figure.subplotpars.top
+            lines = plot.title.get_text().count("\n") + 1
+            live.figure.subplots_adjust(top=top - (0.06 if live is self.timeline else 0.08) * lines)
+            try:
+                live.figure.canvas.draw()
+                parts.append(Image.fromarray(np.asarray(live.figure.canvas.buffer_rgba())[..., :3]))
+            finally:
+                live.figure.subplots_adjust(top=top)
+                plot.title.set_visible(False)
+                for a in animated:
+                    a.set_animated(True)
+                live.invalidate()
+        top, left, right = parts
+        sheet = Image.new("RGB", (max(top.width, left.width + right.width),
+                                  top.height + max(left.height, right.height)), "white")
+        sheet.paste(top, (0, 0))
+        sheet.paste(left, (0, top.height))
+        sheet.paste(right, (left.width, top.height))
+        out = io.BytesIO()
+        sheet.save(out, format="png", compress_level=6)
+        return out.getvalue()
+
+
+def describe_change(now: Settings, before: Settings) -> str:
+    """'workers 3', 'mode sync, lr 0.1': what `before` had that `now` has not (short)."""
+    names = ("workers", "accumulate", "lr", "mode", "ssp", "slowdown", "shards", "bandwidth")
+    parts = []
+    for n in names:
+        a, b = getattr(now, n), getattr(before, n)
+        if a != b and not (n == "ssp" and "SSP" not in (now.mode, before.mode)):
+            parts.append(f"{n} {b:.3g}" if isinstance(b, float) else f"{n} {b}")
+    return ", ".join(parts[:2]) + (", ..." if len(parts) > 2 else "") if parts else "same"
+
+
+def summary(run: Run) -> dict[str, Any]:
+    """The numbers a dashboard prints under its plots (the same a test can compare exactly)."""
+    st = run.staleness
+    return dict(mode=run.mode, workers=run.workers, makespan=run.makespan,
+                idle_fraction=run.idle_fraction, updates=run.updates,
+                mean_staleness=float(np.mean(st)) if st else 0.0, max_staleness=max(st, default=0),
+                final_accuracy=run.final_accuracy)

@@ -1,0 +1,357 @@
+"""Predict, then run: self-study questions whose answers come from live pslab runs.
+
+    from pslab import quiz
+    q = quiz.question("000.finish")   # shows the question
+    q.check("async")                  # right or wrong, and why, from the runs themselves
+
+Nothing here stores an answer: each question holds a small experiment (a few `pslab.train`
+calls) and reads the answer and the explanation off the runs it makes, the first time they are
+needed. Change pslab and the answers follow.
+
+Teachers can hide the answers: set the environment variable PSLAB_HIDE_ANSWERS=1 before
+starting Jupyter, or call `quiz.hide_answers()`. Then `check` still says right or wrong (and,
+when right, why), but never shows the correct answer; `answer()` refuses.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from . import replay
+from .liveview import single_thread
+from .plot_dataflow import flows
+from .run import train
+
+__all__ = ["Question", "Truth", "question", "questions", "hide_answers", "show_answers",
+           "answers_hidden", "QUESTIONS"]
+
+_hidden: bool | None = None  # None: follow the environment variable
+
+
+def hide_answers(hidden: bool = True) -> None:
+    """Hide (or, with False, show) the correct answers in this kernel, whatever the env says."""
+    global _hidden
+    _hidden = bool(hidden)
+
+
+def show_answers() -> None:
+    hide_answers(False)
+
+
+def answers_hidden() -> bool:
+    if _hidden is not None:
+        return _hidden
+    return os.environ.get("PSLAB_HIDE_ANSWERS", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+class Truth(NamedTuple):
+    """What the runs say: the answer and the reason, with the numbers that show it."""
+
+    value: Any
+    why: str
+
+
+@dataclass
+class Question:
+    """One "predict, then run" question.
+
+    kind "choice": the answer is one of `choices` (case and spaces ignored; `aliases` maps
+    other words to a choice). kind "number": right when within `tolerance` (absolute) of the
+    runs' value. `experiment()` returns the Truth; it runs once, on first use.
+    """
+
+    key: str
+    prompt: str
+    experiment: Callable[[], Truth]
+    kind: str = "choice"
+    choices: tuple[str, ...] = ()
+    aliases: dict[str, str] = field(default_factory=dict)
+    tolerance: float = 0.0
+    unit: str = ""
+    hint: str = ""
+    last: bool | None = None  # the result of the latest check
+    _truth: Truth | None = field(default=None, repr=False)
+
+    def truth(self) -> Truth:
+        if self._truth is None:
+            with single_thread():  # the same numbers on any machine (see single_thread)
+                self._truth = self.experiment()
+        return self._truth
+
+    def _normalise(self, answer: Any) -> Any:
+        if self.kind == "number":
+            if isinstance(answer, bool) or not isinstance(answer, (int, float, np.number)):
+                raise ValueError(f"answer with a number{' in ' + self.unit if self.unit else ''}"
+                                 f" (got {answer!r})")
+            return float(answer)
+        text = " ".join(str(answer).strip().lower().split())
+        text = self.aliases.get(text, text)
+        if text not in self.choices:
+            raise ValueError(f"answer with one of {', '.join(map(repr, self.choices))} "
+                             f"(got {answer!r})")
+        return text
+
+    def is_right(self, answer: Any) -> bool:
+        value, truth = self._normalise(answer), self.truth().value
+        if self.kind == "number":
+            return math.isclose(value, truth, rel_tol=0.0, abs_tol=self.tolerance + 1e-9)
+        return value == truth
+
+    def check(self, answer: Any) -> None:
+        """Print whether `answer` is right, and why (from the runs)."""
+        if answer is Ellipsis or answer is None:
+            self.last = None
+            print(f"No prediction yet: replace ... with your answer ({self._form()}) and run "
+                  "the cell again.")
+            return
+        try:
+            right = self.is_right(answer)
+        except ValueError as exc:
+            self.last = None
+            print(f"Cannot check that: {exc}.")
+            return
+        self.last = right
+        truth = self.truth()
+        if right:
+            print(f"✔ Right: {self._show(truth.value)}.")
+            print(f"Why: {truth.why}")
+        elif answers_hidden():
+            print("✘ Not right. (Answers are hidden: change the set-up, run it, and look "
+                  "again.)")
+            if self.hint:
+                print(f"Hint: {self.hint}")
+        else:
+            print(f"✘ Not quite: you said {self._show(self._normalise(answer))}, the runs say "
+                  f"{self._show(truth.value)}.")
+            print(f"Why: {truth.why}")
+
+    def answer(self) -> None:
+        """Print the answer and why, unless answers are hidden."""
+        if answers_hidden():
+            print("Answers are hidden in this notebook.")
+            return
+        truth = self.truth()
+        print(f"Answer: {self._show(truth.value)}.\nWhy: {truth.why}")
+
+    def _show(self, value: Any) -> str:
+        if self.kind == "number":
+            return f"{value:g}{' ' + self.unit if self.unit else ''}"
+        return repr(value)
+
+    def _form(self) -> str:
+        if self.kind == "number":
+            return f"a number{' in ' + self.unit if self.unit else ''}"
+        return "one of " + ", ".join(map(repr, self.choices))
+
+    def __repr__(self) -> str:
+        return f"Question {self.key}: {self.prompt}\n  Answer with {self._form()}."
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
+
+
+# ---- the experiments --------------------------------------------------------------------------
+def _start_updates() -> Truth:
+    kw = dict(workers=3, steps=4, numerics=False)
+    a, s = train(mode="async", **kw), train(mode="sync", **kw)
+    return Truth(a.updates, f"in async mode the server applies every push as it arrives: "
+                 f"3 workers x 4 pushes = {a.updates} updates (run.updates). In sync mode it "
+                 f"averages each round into one update: {s.updates} updates.")
+
+
+def _dp_rows() -> Truth:
+    run = replay.figure002()
+    f = flows(run)[0]
+    cfg = run.config
+    return Truth(f.rows, f"worker 1 reads one minibatch of {cfg['batch']} rows per step, for "
+                 f"{cfg['steps']} steps: {f.minibatches} x {cfg['batch']} = {f.rows} rows. All "
+                 f"{run.workers} workers together read {sum(x.rows for x in flows(run))} rows: "
+                 f"each step is one global batch of {run.workers * cfg['batch']} rows, cut in "
+                 f"{run.workers} slices.")
+
+
+def _dp_double() -> Truth:
+    base = replay.figure002()
+    kw = {k: base.config[k] for k in ("mode", "batch", "steps", "shards", "seed")}
+    more = train(workers=6, numerics=False, cluster=base.config["cluster"], **kw)
+    ratio = more.makespan / base.makespan
+    verdict = "halves" if ratio < 0.7 else "doubles" if ratio > 1.4 else "about the same"
+    return Truth(verdict, f"every worker still makes {kw['steps']} steps of one minibatch, so "
+                 f"the clock barely moves: {base.makespan:.2f} s with 3 workers, "
+                 f"{more.makespan:.2f} s with 6 (x{ratio:.2f}; a little more waiting, since "
+                 f"each sync round waits for the slowest of more workers). What doubles is the "
+                 f"data per step: a global batch of {6 * kw['batch']} rows instead of "
+                 f"{3 * kw['batch']}. Data parallelism saves time only if you then need fewer "
+                 f"steps.")
+
+
+def _dp_bytes() -> Truth:
+    run = replay.figure002()
+    sizes = {n: int(w.numel()) for n, w in run.weights.items()}
+    total = sum(run.shard_bytes)
+    parts = " + ".join(f"{sizes[n]} ({n})" for n in ("W_h", "b_h", "W_o", "b_o"))
+    return Truth(total, f"a push sends the gradient of every parameter: {parts} = "
+                 f"{sum(sizes.values())} float32 values x 4 bytes = {total} bytes, split over "
+                 f"the {len(run.shard_bytes)} shards as {run.shard_bytes}.")
+
+
+def _ps_finish() -> Truth:
+    sync, asyn = replay.figure000()
+    ms, ma = sync.makespan, asyn.makespan
+    verdict = "same" if math.isclose(ms, ma, rel_tol=1e-9) else ("async" if ma < ms else "sync")
+    g1 = sum(s.duration for s in asyn.timeline if s.worker == 0 and s.kind == "compute")
+    return Truth(verdict, f"makespan sync {ms:.2f} s, async {ma:.2f} s. Both end when G1, the "
+                 f"straggler, has computed its two minibatches ({g1:.1f} s of compute) and "
+                 f"pushed them: no mode makes G1 faster. What async buys is updates and less "
+                 f"waiting: {asyn.updates} updates instead of {sync.updates}, idle "
+                 f"{asyn.idle_fraction:.1%} of GPU time instead of {sync.idle_fraction:.1%}.")
+
+
+def _ps_stale() -> Truth:
+    _, asyn = replay.figure000()
+    rec = next(r for r in asyn.history if r.worker == 0 and r.step == 0)
+    before = [f"G{r.worker + 1}" for r in asyn.history if r.version < rec.version]
+    return Truth(rec.staleness, f"G1 fetched version 0 and computed on it; by the time its "
+                 f"push is applied (t = {rec.time:.2f} s) the server has already applied "
+                 f"{' and '.join(before)}'s pushes, so G1's gradient is {rec.staleness} "
+                 f"versions behind (run.history[{rec.version - 1}].staleness).")
+
+
+def _ps_accuracy() -> Truth:
+    from .liveview import PRESETS
+
+    s = PRESETS["default"]
+    runs = {m: train(**s.changed(mode=m).train_kwargs()) for m in ("sync", "async")}
+    best = max(runs, key=lambda m: runs[m].final_accuracy)
+    a = runs["async"]
+    return Truth(best, f"after {s.steps} steps per worker, test accuracy sync "
+                 f"{runs['sync'].final_accuracy:.1%}, async {a.final_accuracy:.1%}. Async made "
+                 f"{a.updates} updates (sync {runs['sync'].updates}), but each gradient was "
+                 f"computed on weights {np.mean(a.staleness):.1f} versions old on average (at "
+                 f"most {max(a.staleness)}); at lr {s.lr} these stale steps overshoot and the "
+                 f"loss climbs. Try a smaller lr, or SSP, on the dashboard.")
+
+
+def _ps_ssp() -> Truth:
+    from .liveview import PRESETS
+
+    s = PRESETS["default"]
+    ssp = train(numerics=False, **s.changed(mode="SSP", ssp=1).train_kwargs())
+    asyn = train(numerics=False, **s.changed(mode="async").train_kwargs())
+    m_ssp, m_async = float(np.mean(ssp.staleness)), float(np.mean(asyn.staleness))
+    verdict = ("the same" if math.isclose(m_ssp, m_async, rel_tol=0.02)
+               else "lower" if m_ssp < m_async else "higher")
+    return Truth(verdict, f"mean staleness {m_ssp:.2f} versions under SSP(1), {m_async:.2f} "
+                 f"under async: SSP(1) lets no worker start step t+2 before every worker has "
+                 f"pushed step t, so the fast workers wait for G1 instead of running ahead "
+                 f"(idle {ssp.idle_fraction:.1%} vs {asyn.idle_fraction:.1%} of GPU time). The "
+                 f"bound is on steps, not versions: with {s.workers} workers pushing, one step "
+                 f"is already up to {s.workers} versions, and single updates can still be "
+                 f"{max(ssp.staleness)} versions stale (async: {max(asyn.staleness)}).")
+
+
+def _acc_idle() -> Truth:
+    every, _ = replay.figure001(sync_time=0.0)
+    d = np.array(replay.FIGURE001_DURATIONS)
+    waits = [(d[:, k].max() - d[:, k]) for k in range(d.shape[1])]
+    detail = "; ".join(f"in step {k + 1} the slowest block is {d[:, k].max():g} s, so GPU1-4 "
+                       f"wait " + " + ".join(f"{w:.1f}" for w in waits[k]) + " s"
+                       for k in range(len(waits)))
+    return Truth(round(every.idle_time, 6), f"every step ends with a sync that waits for the "
+                 f"slowest GPU: {detail}. Total {every.idle_time:.1f} GPU-seconds "
+                 f"(run.idle_time).")
+
+
+def _acc_saving() -> Truth:
+    every, acc = replay.figure001(sync_time=1.0)
+    saved = every.makespan - acc.makespan
+    return Truth(round(saved, 6), f"makespan {every.makespan:.1f} s updating every step, "
+                 f"{acc.makespan:.1f} s accumulating two: one gradient sync instead of two "
+                 f"(1 s saved), and the GPUs wait once, for the slowest sum of two blocks, "
+                 f"instead of twice for the slowest block (idle {every.idle_time:.1f} -> "
+                 f"{acc.idle_time:.1f} GPU-seconds). Saved: {saved:.1f} s.")
+
+
+def _acc_same() -> Truth:
+    kw = dict(mode="sync", workers=4, steps=10, seed=2)
+    a = train(accumulate=2, batch=16, **kw)
+    b = train(accumulate=1, batch=32, **kw)
+    diff = max(float((a.weights[n] - b.weights[n]).abs().max()) for n in a.weights)
+    same = diff < 1e-5
+    return Truth("yes" if same else "no", f"each worker reads the same 32 rows either way "
+                 f"(two minibatches of 16 are the two halves of one of 32), and the mean of two "
+                 f"half-batch mean gradients is the full-batch mean gradient: after 10 updates "
+                 f"the weights differ by at most {diff:.1e} (float rounding). Accumulation "
+                 f"trades memory for time, not the result.")
+
+
+QUESTIONS: dict[str, Callable[[], Question]] = {
+    "start.updates": lambda: Question(
+        "start.updates", "3 workers each push 4 gradients in async mode. How many updates "
+        "does the parameter server apply?", _start_updates, kind="number", tolerance=0,
+        hint="what does the server do with each push in async mode?"),
+    "002.rows": lambda: Question(
+        "002.rows", "In the replay of figure 002 (3 workers, batch 32, 20 steps), how many "
+        "training rows does worker 1 read?", _dp_rows, kind="number", unit="rows",
+        hint="one minibatch per step, per worker."),
+    "002.double": lambda: Question(
+        "002.double", "Double the workers of figure 002 from 3 to 6, same batch and steps. "
+        "The makespan...", _dp_double, choices=("halves", "about the same", "doubles"),
+        aliases={"same": "about the same", "stays the same": "about the same",
+                 "half": "halves", "double": "doubles"},
+        hint="how many steps does each worker make, and how long is one?"),
+    "002.bytes": lambda: Question(
+        "002.bytes", "The MLP is 64 -> 32 -> 10 (W_h, b_h, W_o, b_o in float32). How many bytes "
+        "does one worker push per step, over all shards?", _dp_bytes, kind="number",
+        unit="bytes", hint="count the parameters; a float32 is 4 bytes."),
+    "000.finish": lambda: Question(
+        "000.finish", "Replay figure 000 (G1 computes at half speed, 2 steps each). Which mode "
+        "finishes first?", _ps_finish, choices=("sync", "async", "same"),
+        aliases={"synchronous": "sync", "asynchronous": "async", "both": "same",
+                 "the same": "same", "equal": "same"},
+        hint="who finishes last in each mode?"),
+    "000.stale": lambda: Question(
+        "000.stale", "In the async replay of figure 000, how many versions behind is G1's "
+        "first gradient when the server applies it?", _ps_stale, kind="number",
+        unit="versions", hint="which pushes reach the server before G1's?"),
+    "000.accuracy": lambda: Question(
+        "000.accuracy", "8 workers, G1 two times slower, lr 0.5, 30 steps each. Which mode "
+        "reaches the higher test accuracy?", _ps_accuracy, choices=("sync", "async"),
+        aliases={"synchronous": "sync", "asynchronous": "async"},
+        hint="async makes more updates; on what weights is each one computed?"),
+    "000.ssp": lambda: Question(
+        "000.ssp", "Same set-up, SSP(1) instead of async. The mean staleness of the applied "
+        "updates is...", _ps_ssp, choices=("lower", "the same", "higher"),
+        aliases={"same": "the same", "less": "lower", "more": "higher"},
+        hint="what does SSP make a fast worker do when it is ahead of G1?"),
+    "001.idle": lambda: Question(
+        "001.idle", "Figure 001, updating after every step, with a free gradient sync: how "
+        "many GPU-seconds are idle in total?", _acc_idle, kind="number", tolerance=0.05,
+        unit="GPU-seconds", hint="in each step every GPU waits for the slowest one."),
+    "001.saving": lambda: Question(
+        "001.saving", "Figure 001 with a gradient sync of 1 s: how many seconds sooner does "
+        "'accumulate two steps' finish than 'update every step'?", _acc_saving, kind="number",
+        tolerance=0.05, unit="s", hint="count the syncs, and the waits before them."),
+    "001.same": lambda: Question(
+        "001.same", "Sync, 4 workers: do 2 accumulated minibatches of 16 rows give the same "
+        "weights as 1 minibatch of 32 rows?", _acc_same, choices=("yes", "no"),
+        aliases={"y": "yes", "n": "no", "true": "yes", "false": "no", "same": "yes"},
+        hint="which rows does each worker read, and what is a mean of means?"),
+}
+
+
+def question(key: str) -> Question:
+    """A fresh question by key (see `questions()`)."""
+    if key not in QUESTIONS:
+        raise ValueError(f"no question {key!r}; the questions are {', '.join(QUESTIONS)}")
+    return QUESTIONS[key]()
+
+
+def questions(prefix: str = "") -> list[Question]:
+    """All questions whose key starts with `prefix` ("000", "001", "002", "start")."""
+    return [question(k) for k in QUESTIONS if k.startswith(prefix)]
+

@@ -1,0 +1,376 @@
+"""The notebook dashboards: sliders in front of a live pslab run, plots that follow in place.
+
+    import pslab.widgets as pw
+    pw.setup()                  # once per notebook: inline plots, fixed threads, fixed hashes
+    pw.dashboard("000")         # figure 000's set-up: sync / async / SSP on a straggler
+
+A dashboard has a control for the number of workers (1-16), accumulation steps (1-8), the
+learning rate (log scale), the update mode (sync / async / SSP and its s), the straggler's
+slowdown, the server shards and the network bandwidth. Its three plots (timeline, loss against
+time, staleness) are PNGs rendered from reused matplotlib figures (`pslab.liveview`): no
+front-end extension beyond ipywidgets itself. While a slider moves, each value runs the clock
+only (`numerics=False`) and redraws the timeline and staleness at once; when the sliders have
+been still for `settle_delay` seconds, the same run is repeated with the arithmetic and the
+loss curve follows. Without a running event loop (tests, scripts) that happens at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import html
+import math
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import ipywidgets as W
+
+from .liveview import MODES, PRESETS, Settings, View, preset, single_thread, summary
+from .run import Run, train
+
+__all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "PRESETS"]
+
+# Log-scale sliders step through round numbers (1, 2, 5 per decade), so that a preset's value
+# (lr 0.5, 100 kB/s) is exactly a slider position and the front end never rounds it.
+LR_VALUES = tuple(m * 10.0 ** e for e in range(-3, 2) for m in (1, 2, 5) if m * 10.0 ** e <= 10)
+BANDWIDTHS = tuple(m * 10.0 ** e for e in range(3, 9) for m in (1, 2, 5) if m * 10.0 ** e <= 1e8)
+
+
+def _bytes_per_s(b: float) -> str:
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if b >= size:
+            return f"{b / size:g} {unit}"
+    return f"{b:g} B/s"
+
+
+def _options(values: tuple[float, ...], start: float, fmt: Any) -> list[tuple[str, float]]:
+    """(label, value) pairs for a SelectionSlider; `start` is added if it is off the grid."""
+    values = tuple(sorted(set(values) | {float(start)}))
+    show = fmt.format if isinstance(fmt, str) else fmt
+    return [(show(round(v, 12)), v) for v in values]
+
+
+# name -> widget factory (taking the starting value); the names are Settings fields
+CONTROLS: dict[str, Callable[[Any], W.ValueWidget]] = {
+    "workers": lambda v: W.IntSlider(v, min=1, max=16, description="workers"),
+    "accumulate": lambda v: W.IntSlider(v, min=1, max=8, description="accumulate"),
+    "lr": lambda v: W.SelectionSlider(options=_options(LR_VALUES, v, "{:g}"), value=v,
+                                      description="learning rate"),
+    "mode": lambda v: W.Dropdown(options=list(MODES), value=v, description="mode"),
+    "ssp": lambda v: W.IntSlider(v, min=0, max=10, description="SSP s"),
+    "slowdown": lambda v: W.FloatSlider(v, min=1.0, max=4.0, step=0.25, readout_format=".2f",
+                                        description="straggler ×"),
+    "shards": lambda v: W.IntSlider(v, min=1, max=4, description="shards"),
+    "bandwidth": lambda v: W.SelectionSlider(options=_options(BANDWIDTHS, v, _bytes_per_s),
+                                             value=v, description="bandwidth"),
+}
+HELP = {
+    "workers": "GPU workers, each with its own data slice",
+    "accumulate": "minibatches per push (gradient accumulation, figure 001)",
+    "lr": "SGD step size α in w ← w − α·∂L/∂w",
+    "mode": "sync: barrier, one averaged update; async: each push applied as it comes; "
+            "SSP: async, but no worker more than s steps ahead of the slowest",
+    "ssp": "the staleness bound s of SSP(s)",
+    "slowdown": "how many times slower G1 (the straggler of figure 000) computes",
+    "shards": "server shards: each has its own link and updates in parallel",
+    "bandwidth": "bytes per second of each shard's link",
+}
+PLOTS = ("timeline", "training", "staleness")
+
+
+class Dashboard:
+    """Controls + three live plots for one set-up. Display it as the last line of a cell.
+
+    preset: "000", "001", "002" or "default" (see `pslab.liveview.PRESETS`); keyword
+    overrides change any `Settings` field (e.g. steps=50). settle_delay: seconds of quiet
+    before the loss curve is recomputed with the arithmetic (None: after every change).
+
+    Headless use (tests): `dash.controls["workers"].value = 5` re-simulates at once;
+    `dash.run`, `dash.settings`, `dash.images[...]` and `dash.view` show the result.
+    """
+
+    latest: "Dashboard | None" = None  # the dashboard made last (for a look from outside)
+
+    def __init__(self, preset_name: str = "default", *, settle_delay: float | None = 0.25,
+                 **overrides: Any):
+        start = preset(preset_name, **overrides)
+        self.preset = preset_name
+        self._fixed = start  # the fields no control changes
+        self.settle_delay = settle_delay
+        self.view = View(start)
+        self.controls: dict[str, W.ValueWidget] = {}
+        for name, make in CONTROLS.items():
+            c = make(getattr(start, name))
+            c.continuous_update = True
+            c.style = {"description_width": "110px"}
+            c.layout = W.Layout(width="340px")
+            c.tooltip = HELP[name]
+            c.add_class(f"pslab-{name}")
+            self.controls[name] = c
+        # fixed pixel sizes: no layout shift while images change, no flexbox shrinking them
+        size = {n: getattr(self.view, n).figure.canvas.get_width_height(physical=True)
+                for n in PLOTS}
+        self.images = {n: W.Image(format="png", width=f"{size[n][0]}", height=f"{size[n][1]}",
+                                  layout=W.Layout(flex="0 0 auto")) for n in PLOTS}
+        self.captions = {n: W.HTML() for n in PLOTS}
+        for n in PLOTS:
+            self.images[n].add_class(f"pslab-{n}")
+        self.status = W.HTML()
+        self.status.add_class("pslab-status")
+        self.numbers = W.HTML()
+        self.code = W.HTML()
+        left = W.VBox([self.controls[n] for n in ("workers", "accumulate", "lr", "mode", "ssp")])
+        right = W.VBox([self.controls[n] for n in ("slowdown", "shards", "bandwidth")]
+                       + [self.status])
+        boxed = {n: W.VBox([self.captions[n], self.images[n]],
+                           layout=W.Layout(flex="0 0 auto", width=f"{size[n][0] + 4}px"))
+                 for n in PLOTS}
+        self.widget = W.VBox([W.HBox([left, right]), self.numbers, boxed["timeline"],
+                              W.HBox([boxed["training"], boxed["staleness"]]), self.code])
+        self.widget.add_class("pslab-dashboard")
+        self.latencies_ms: list[float] = []  # fast path (clock only) per change
+        self.settle_ms: list[float] = []  # slow path (arithmetic + loss plot) per settle
+        self.errors: list[str] = []
+        self._handle: asyncio.TimerHandle | None = None
+        self._holding = False
+        for c in self.controls.values():
+            c.observe(self._changed, names="value")
+        self._refresh()
+        self.settle()
+        Dashboard.latest = self
+
+    # ---- state ---------------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        """What the controls say now (plus the preset's fixed fields)."""
+        return self._fixed.changed(**{n: c.value for n, c in self.controls.items()})
+
+    @property
+    def run(self) -> Run | None:
+        """The run on show: timing-only while the loss curve is pending, else with numerics."""
+        return self.view.run
+
+    @property
+    def pending(self) -> bool:
+        return self._handle is not None or self.view.pending
+
+    def set(self, **values: Any) -> "Dashboard":
+        """Set several controls and re-simulate once: `dash.set(workers=5, mode="async")`."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"no control named {', '.join(sorted(unknown))}; "
+                             f"the controls are {', '.join(self.controls)}")
+        with self._hold():
+            for name, value in values.items():
+                self.controls[name].value = value
+        self._changed(None)
+        return self
+
+    @contextmanager
+    def _hold(self) -> Iterator[None]:
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+
+    # ---- the two paths --------------------------------------------------------------------
+    def _changed(self, change: Any) -> None:
+        if self._holding:
+            return
+        try:
+            t0 = time.perf_counter()
+            self._refresh()
+            self.latencies_ms.append((time.perf_counter() - t0) * 1000)
+        except Exception as exc:  # a callback must never die silently in the kernel
+            self._fail(exc)
+            return
+        self._schedule_settle()
+
+    def _refresh(self) -> None:
+        s = self.settings
+        self.controls["ssp"].disabled = s.mode != "SSP"
+        pngs = self.view.show(s)
+        for name, png in pngs.items():
+            if self.images[name].value != png:
+                self.images[name].value = png
+        self._write_text(settled=False)
+
+    def _schedule_settle(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or self.settle_delay is None:
+            self.settle()
+            return
+        self._set_status("busy", "loss curve: waiting for the sliders to rest…")
+        self._handle = loop.call_later(self.settle_delay, self._settle_later)
+
+    def _settle_later(self) -> None:
+        self._handle = None
+        self.settle()
+
+    def settle(self) -> None:
+        """Run the arithmetic for the current settings and redraw the loss curve now."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        try:
+            t0 = time.perf_counter()
+            png = self.view.settle(progress=lambda text: self._set_status("busy", text + "…"))
+            if self.images["training"].value != png:
+                self.images["training"].value = png
+            self.settle_ms.append((time.perf_counter() - t0) * 1000)
+            self._write_text(settled=True)
+        except Exception as exc:
+            self._fail(exc)
+
+    flush = settle
+
+    def _fail(self, exc: Exception) -> None:
+        self.errors.append(f"{type(exc).__name__}: {exc}")
+        self._set_status("error", html.escape(self.errors[-1]))
+
+    # ---- text around the plots --------------------------------------------------------------
+    def _set_status(self, state: str, text: str) -> None:
+        colour = {"ready": "#2e7d32", "busy": "#b26a00", "error": "#c62828"}[state]
+        self.status.value = (f'<span data-state="{state}" style="color:{colour}">'
+                             f"{text}</span>")
+
+    def _write_text(self, settled: bool) -> None:
+        caps = self.view.captions()
+        for name in PLOTS:
+            text = caps[name] if settled or name != "training" else (
+                caps[name] + " (previous settings; recomputing…)")
+            self.captions[name].value = ("<div style='font-size:12px;text-align:center'>"
+                                         + html.escape(text).replace("\n", "<br>") + "</div>")
+        if not settled:  # while a slider moves, send the browser only what it must redraw
+            return
+        self.numbers.value = "<b>" + html.escape(describe(self.view.run)) + "</b>"
+        self.code.value = ("<details><summary>this run in one line of Python</summary><code>"
+                           + html.escape(self.settings.code()) + "</code></details>")
+        self._set_status("ready", f"ready ({len(self.latencies_ms)} changes)")
+
+    # ---- display ----------------------------------------------------------------------------
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
+        if isinstance(bundle, tuple):
+            bundle = bundle[0]
+        bundle = dict(bundle or {})
+        # Deterministic text (nbval compares it) and a static picture for readers without a
+        # kernel (GitHub, an untrusted notebook): the widget view is preferred where it works.
+        bundle["text/plain"] = f"pslab dashboard ({self.preset}): {describe(self.view.run)}"
+        bundle["image/png"] = base64.b64encode(self.view.snapshot()).decode("ascii")
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"Dashboard({self.preset!r}, {self.settings.code()})"
+
+
+def describe(run: Run | None) -> str:
+    """One line of the numbers a dashboard prints (exact: comparable between runs)."""
+    if run is None:
+        return "no run yet"
+    s = summary(run)
+    acc = "" if math.isnan(s["final_accuracy"]) else f", test accuracy {s['final_accuracy']:.1%}"
+    return (f"{s['mode']}, {s['workers']} workers: makespan {s['makespan']:.2f} s, idle "
+            f"{s['idle_fraction']:.1%}, {s['updates']} updates, staleness mean "
+            f"{s['mean_staleness']:.2f} / max {s['max_staleness']}{acc}")
+
+
+def dashboard(preset_name: str = "default", **overrides: Any) -> Dashboard:
+    """A dashboard for one of the figures: "000" (sync/async), "001" (accumulation),
+    "002" (data parallel) or "default" (8 workers x 30 steps)."""
+    return Dashboard(preset_name, **overrides)
+
+
+def setup() -> None:
+    """Once per notebook: inline PNG plots, deterministic files, one torch thread.
+
+    Fixes `svg.hashsalt` (SVG ids) and drops the date from saved figures, so a re-run writes
+    the same bytes; one torch thread makes every number independent of the machine's cores
+    (see `pslab.liveview.single_thread`) and trains the small MLP faster.
+    """
+    import matplotlib
+    import torch
+
+    matplotlib.rcParams["svg.hashsalt"] = "pslab"
+    matplotlib.rcParams["figure.dpi"] = 80
+    torch.set_num_threads(1)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython ships with ipywidgets
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.run_line_magic("matplotlib", "inline")
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("png", metadata={"Software": None})
+
+
+class Progress:
+    """A progress bar for long work in a notebook: an ipywidgets bar and a label.
+
+    Its text (what nbval compares) is fixed when it is shown, so outputs stay deterministic;
+    outside a notebook it shows nothing.
+    """
+
+    def __init__(self, total: int, description: str = ""):
+        self.total, self.done = total, 0
+        self.bar = W.IntProgress(value=0, min=0, max=max(total, 1), description=description)
+        self.label = W.Label(f"0/{total}")
+        self.widget = W.HBox([self.bar, self.label])
+        self.widget.add_class("pslab-progress")
+        self.description = description
+
+    def step(self, text: str = "") -> None:
+        self.done += 1
+        self.bar.value = self.done
+        self.label.value = f"{self.done}/{self.total} {text}".rstrip()
+        if self.done >= self.total:
+            self.bar.bar_style = "success"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
+        if isinstance(bundle, tuple):
+            bundle = bundle[0]
+        bundle = dict(bundle or {})
+        bundle["text/plain"] = f"{self.description or 'progress'}: {self.total} runs"
+        return bundle
+
+
+def sweep(values: Iterable[Any], make: Callable[[Any], dict[str, Any]],
+          description: str = "runs", show: bool = True) -> list[Run]:
+    """Train one run per value, with a progress bar: `make(value)` gives `train`'s kwargs.
+
+        runs = pw.sweep(range(1, 9), lambda n: dict(workers=n, steps=20), "workers")
+    """
+    values = list(values)
+    bar = Progress(len(values), description)
+    if show:
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+            if get_ipython() is not None:
+                display(bar)
+        except ImportError:  # pragma: no cover
+            pass
+    runs = []
+    with single_thread():
+        for v in values:
+            runs.append(train(**make(v)))
+            bar.step(f"{description}={v}")
+    return runs
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    """A plain-text table (fixed widths), for printing run numbers that compare exactly."""
+    cells = [[str(h) for h in header]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])

@@ -1,0 +1,355 @@
+"""The notebooks in a real browser: JupyterLab + headless Chromium, every cell run, a dashboard
+slider moved with the keyboard, its plot seen to change, and the round trip timed.
+
+Needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver); no
+browser is downloaded. Without them the test skips, or fails when the environment variable CI
+is set. The test starts its own JupyterLab on 127.0.0.1 (a free port, no token, a temporary
+root, settings and runtime directory, copies of the notebooks) and stops it at the end; every
+wait has a timeout, and a page that did not load is retried once.
+
+The round trip (key press on a slider -> new plot pixels on screen) is printed per notebook and
+overall: the median over all presses is the number to compare with the 100 ms goal. With
+PSLAB_BROWSER_SHOTS=<folder>, a screenshot of each dashboard is saved there.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p
+                 and Path(p).exists()), None)
+CHROMEDRIVER = next((p for p in ("/usr/bin/chromedriver", shutil.which("chromedriver") or "")
+                     if p and Path(p).exists()), None)
+PRESSES = 5  # key presses per dashboard
+RUN_ALL_TIMEOUT = 240  # s, all cells of one notebook
+ROUND_TRIPS: list[float] = []
+
+pytestmark = pytest.mark.timeout(1800)
+
+
+def _require_browser() -> None:
+    missing = [n for n, p in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER)) if not p]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        missing.append("selenium")
+    if missing:
+        msg = (f"{' and '.join(missing)} not found: apt-get install chromium chromium-driver "
+               "(and pip install selenium)")
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 5.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - local server
+        return r.read()
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """A hermetic JupyterLab serving copies of the notebooks; yields (base_url, log_path)."""
+    _require_browser()
+    tmp = Path(tempfile.mkdtemp(prefix="pslab-lab-"))
+    root = tmp / "root"
+    shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    settings = tmp / "settings"
+    news = settings / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp / "config"),
+               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), IPYTHONDIR=str(tmp / "ipython"),
+               JUPYTER_PLATFORM_DIRS="1", PYTHONUNBUFFERED="1")
+    env.pop("PSLAB_HIDE_ANSWERS", None)
+    port = _free_port()
+    log_path = tmp / "lab.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
+         f"--port={port}", "--port-retries=0", "--IdentityProvider.token=",
+         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
+         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+         f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp / 'ws'}",
+         "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
+         "--allow-root"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"JupyterLab exited ({proc.returncode}):\n"
+                            f"{log_path.read_text()[-3000:]}")
+            try:
+                _get(f"{base}/api/status")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not start in 90 s:\n"
+                                f"{log_path.read_text()[-3000:]}")
+                time.sleep(0.5)
+        yield base, log_path
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernels it started
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser(lab):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="pslab-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+                 "--window-size=1400,1100"):
+        opts.add_argument(flag)
+    opts.set_capability("unhandledPromptBehavior", "accept")  # "leave page?" never blocks
+    os.environ.setdefault("SE_OFFLINE", "true")  # selenium-manager must not download anything
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# ---- JavaScript run in the page -------------------------------------------------------------
+STATUS_READY = """
+const el = document.querySelector(
+    '.jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard .pslab-status [data-state]');
+return !!el && el.getAttribute('data-state') === 'ready';
+"""
+PANEL = """
+const app = window.jupyterapp;
+if (!app || !app.shell) return null;
+const w = app.shell.currentWidget;
+if (!w || !w.content || !w.context || !w.context.path.endsWith(arguments[0])) return null;
+"""
+READY = PANEL + """
+const s = w.sessionContext;
+return !!(s && s.isReady && s.session && s.session.kernel && s.session.kernel.status === 'idle'
+          && w.content.widgets.length > 0);
+"""
+PROGRESS = PANEL + """
+const cells = w.content.widgets.filter(c => c.model.type === 'code');
+const done = cells.filter(c => c.model.executionCount !== null
+                          && !(c.promptNode && c.promptNode.textContent.includes('*'))).length;
+const total = cells.length;
+"""
+ERRORS = PANEL + """
+const out = [];
+w.content.widgets.forEach((c, i) => {
+  if (c.model.type !== 'code') return;
+  c.model.outputs.toJSON().forEach(o => {
+    if (o.output_type === 'error') out.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+  });
+  const text = c.node.innerText || '';
+  if (text.includes('Error displaying widget')) out.push(`cell ${i}: Error displaying widget`);
+});
+return out;
+"""
+INSTRUMENT = """
+const dash = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard');
+if (!dash) return false;
+const img = dash.querySelector('img.pslab-timeline');
+const probe = {t0: null, times: [], srcs: [], hashes: [], loads: 0, tsrc: null};
+new MutationObserver(() => {
+  if (probe.t0 !== null && probe.tsrc === null) probe.tsrc = performance.now() - probe.t0;
+}).observe(img, {attributes: true, attributeFilter: ['src']});
+const hash = () => {
+  const c = document.createElement('canvas');
+  c.width = img.naturalWidth; c.height = img.naturalHeight;
+  const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  let h = 0;
+  for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) | 0;
+  return `${c.width}x${c.height}:${h}`;
+};
+probe.hashes.push(hash());
+document.addEventListener('keydown', () => { probe.t0 = performance.now(); }, true);
+img.addEventListener('load', () => {
+  probe.loads += 1;
+  if (probe.t0 === null) return;
+  const t = performance.now() - probe.t0;
+  probe.t0 = null;
+  probe.times.push(t);
+  probe.srcs.push(probe.tsrc);
+  probe.tsrc = null;
+  probe.hashes.push(hash());
+});
+window.__pslabProbe = probe;
+dash.scrollIntoView();
+return true;
+"""
+
+
+def _wait(driver, script, args=(), timeout=60.0, what="condition", interval=0.2):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = driver.execute_script(script, *args)
+        if last:
+            return last
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:g} s waiting for {what} (last: {last!r})")
+
+
+def _open(driver, base: str, name: str) -> None:
+    """Open a notebook in a fresh workspace and wait for its kernel; one retry."""
+    for attempt in (1, 2):
+        try:
+            driver.get(f"{base}/lab/tree/{name}?reset")
+            _wait(driver, READY, (name,), timeout=90, what=f"{name} and its kernel")
+            return
+        except Exception:
+            if attempt == 2:
+                raise
+            time.sleep(2)
+
+
+def _shutdown_kernels(base: str) -> None:
+    try:
+        sessions = json.loads(_get(f"{base}/api/sessions"))
+        for s in sessions:
+            req = urllib.request.Request(f"{base}/api/sessions/{s['id']}", method="DELETE")
+            urllib.request.urlopen(req, timeout=10).close()  # noqa: S310
+    except OSError:
+        pass
+
+
+KERNEL_LATENCIES = PANEL + """
+const done = arguments[arguments.length - 1];
+const code = "import pslab.widgets as _w; print(_w.Dashboard.latest.latencies_ms if "
+             + "_w.Dashboard.latest else [])";
+const future = w.sessionContext.session.kernel.requestExecute({code: code, silent: false,
+                                                                store_history: false});
+let text = '';
+future.onIOPub = msg => { if (msg.header.msg_type === 'stream') text += msg.content.text; };
+future.done.then(() => done(text), () => done(''));
+"""
+
+
+def _kernel_latencies(driver, name: str) -> list[float]:
+    """The dashboard's own timing of its fast path, read from the kernel (ms per change)."""
+    text = driver.execute_async_script(
+        KERNEL_LATENCIES.replace("return null;", "{ arguments[arguments.length - 1]('');"
+                                 " return; }"), name)
+    try:
+        return [float(x) for x in json.loads(text or "[]")]
+    except ValueError:
+        return []
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, capsys):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    base, log_path = lab
+    driver = browser
+    try:
+        _open(driver, base, name)
+        t0 = time.monotonic()
+        # clear the saved outputs and counts first, so "every cell has run" means this run
+        driver.execute_script("return window.jupyterapp.commands.execute("
+                              "'notebook:clear-all-cell-outputs');")
+        _wait(driver, PROGRESS + "return done === 0;", (name,), timeout=20,
+              what="the saved outputs to be cleared")
+        driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells');")
+        time.sleep(1.0)
+        _wait(driver, PROGRESS + "return (done === total && w.sessionContext.session.kernel"
+              ".status === 'idle') ? {done, total} : null;", (name,),
+              timeout=RUN_ALL_TIMEOUT, what=f"all cells of {name} to run", interval=0.5)
+        run_s = time.monotonic() - t0
+        errors = driver.execute_script(ERRORS, name)
+        assert errors == [], f"{name}: error outputs: {errors}"
+
+        has_dashboard = driver.execute_script(
+            "return !!document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+            ".pslab-dashboard img.pslab-timeline');")
+        if not has_dashboard:
+            with capsys.disabled():
+                print(f"\n{name}: ran in {run_s:.1f} s, no dashboard")
+            return
+        _wait(driver, STATUS_READY, timeout=60, what="the dashboard to be ready")
+        _wait(driver, INSTRUMENT, timeout=20, what="dashboard image to instrument")
+        handle = driver.find_element(
+            By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard "
+                             ".pslab-workers .noUi-handle")
+        img = driver.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) "
+                                                   ".pslab-dashboard img.pslab-timeline")
+        before_png = img.screenshot_as_png
+        for k in range(PRESSES):
+            n = len(driver.execute_script("return window.__pslabProbe.times;"))
+            handle.send_keys(Keys.ARROW_RIGHT)
+            _wait(driver, f"return window.__pslabProbe.times.length > {n};", timeout=20,
+                  what=f"the timeline to change after key press {k + 1}")
+            _wait(driver, STATUS_READY, timeout=60, what="the dashboard to settle")
+        probe = driver.execute_script("return window.__pslabProbe;")
+        after_png = img.screenshot_as_png
+        shots = os.environ.get("PSLAB_BROWSER_SHOTS")  # a folder: keep pictures for a look
+        if shots:
+            Path(shots).mkdir(parents=True, exist_ok=True)
+            driver.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) "
+                                ".pslab-dashboard").screenshot(f"{shots}/{name}.png")
+        hashes = probe["hashes"]
+        assert len(set(hashes)) == len(hashes), f"{name}: a key press left the plot unchanged"
+        assert before_png != after_png, f"{name}: the timeline on screen did not change"
+        times = probe["times"]
+        ROUND_TRIPS.extend(times)
+        kernel = _kernel_latencies(driver, name)
+        with capsys.disabled():
+            print(f"\n{name}: ran in {run_s:.1f} s; key press -> new timeline pixels: median "
+                  f"{statistics.median(times):.0f} ms over {len(times)} presses "
+                  f"({', '.join(f'{t:.0f}' for t in times)}); all notebooks so far: median "
+                  f"{statistics.median(ROUND_TRIPS):.0f} ms over {len(ROUND_TRIPS)}\n"
+                  f"  of which key press -> new image received: "
+                  f"{', '.join(f'{t:.0f}' for t in probe['srcs'])} ms; kernel fast path: "
+                  f"{', '.join(f'{t:.0f}' for t in kernel[-PRESSES:])} ms")
+        assert statistics.median(times) < 5000, "the dashboard answers far too slowly"
+    except Exception:
+        with capsys.disabled():
+            print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
+        raise
+    finally:
+        try:
+            driver.execute_script("window.jupyterapp && window.jupyterapp.commands.execute("
+                                  "'docmanager:save');")
+        except Exception:
+            pass
+        _shutdown_kernels(base)
+

@@ -1,0 +1,247 @@
+"""The dashboards, headless: set widget values as a reader would, check the run and the plots.
+
+No browser here (tests/test_notebooks_browser.py does that): ipywidgets work without a front
+end, so every control is set through its `.value`, exactly what a slider move sends.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import pslab
+from pslab.liveview import (PRESETS, Settings, View, _staleness_artists, _timeline_artists,
+                             preset, single_thread)
+from pslab.livefigure import LiveFigure, nice_ceiling
+from pslab.widgets import CONTROLS, Dashboard, Progress, describe, sweep, table
+
+
+def pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def worker_rows(dash: Dashboard) -> list[str]:
+    return [r for r in dash.view.timeline_plot.rows if r.startswith("G")]
+
+
+@pytest.fixture
+def dash() -> Dashboard:
+    return Dashboard("000")
+
+
+def test_controls_cover_the_issue_ranges(dash):
+    c = dash.controls
+    assert (c["workers"].min, c["workers"].max) == (1, 16)
+    assert (c["accumulate"].min, c["accumulate"].max) == (1, 8)
+    lrs = [v for _, v in c["lr"].options]  # log scale: 1, 2, 5 per decade
+    assert lrs[0] <= 1e-3 and lrs[-1] >= 1 and lrs[3] / lrs[0] == pytest.approx(10)
+    assert c["lr"].value == 0.5 and c["bandwidth"].label == "100 MB/s"
+    assert list(c["mode"].options) == ["sync", "async", "SSP"]
+    assert {"slowdown", "shards", "bandwidth", "ssp"} <= set(c)
+    assert all(w.continuous_update for w in c.values() if hasattr(w, "continuous_update"))
+    assert set(CONTROLS) == set(c)
+
+
+def test_workers_slider_3_to_5_redraws_the_timeline(dash):
+    assert dash.run.workers == 3 and worker_rows(dash) == ["G1", "G2", "G3"]
+    before = dash.images["timeline"].value
+    dash.controls["workers"].value = 5
+    assert dash.run.workers == 5
+    assert worker_rows(dash) == ["G1", "G2", "G3", "G4", "G5"]
+    assert {s.worker for s in dash.run.timeline if s.worker is not None} == set(range(5))
+    assert dash.images["timeline"].value != before
+    # the PNG really has the new size of plot: more rows of blocks
+    assert not np.array_equal(pixels(before), pixels(dash.images["timeline"].value))
+
+
+def test_mode_dropdown_changes_staleness():
+    dash = Dashboard("002")  # starts in sync: nothing is ever stale
+    assert dash.run.mode == "sync" and max(dash.run.staleness) == 0
+    heights = dash.view.staleness_plot.heights()
+    before = dash.images["staleness"].value
+    dash.controls["mode"].value = "async"
+    assert dash.run.mode == "async"
+    assert max(dash.run.staleness) > 0
+    assert dash.view.staleness_plot.heights() != heights
+    assert dash.images["staleness"].value != before
+
+
+def test_ssp_control_is_live_only_in_ssp_mode(dash):
+    assert dash.controls["ssp"].disabled  # preset 000 is async
+    dash.set(mode="SSP", ssp=0)
+    assert not dash.controls["ssp"].disabled
+    assert dash.run.mode == "SSP(0)"
+    zero = max(dash.run.staleness)
+    dash.controls["ssp"].value = 10
+    assert dash.run.mode == "SSP(10)"
+    assert max(dash.run.staleness) >= zero
+
+
+def test_accumulate_slider_sets_minibatches_per_push(dash):
+    dash.controls["accumulate"].value = 3
+    computes = [s for s in dash.run.timeline if s.kind == "compute" and s.worker == 0]
+    assert len(computes) == 3 * dash.settings.steps
+    assert {s.micro for s in computes} == {0, 1, 2}
+
+
+def test_straggler_slider_slows_g1_only():
+    dash = Dashboard("000")  # no jitter: durations are exact
+    dash.controls["slowdown"].value = 3.0
+    g = {w: [s.duration for s in dash.run.timeline if s.worker == w and s.kind == "compute"]
+         for w in (0, 1)}
+    assert g[0][0] == pytest.approx(3.0 * g[1][0])
+
+
+def test_shards_and_bandwidth(dash):
+    dash.controls["shards"].value = 3
+    assert len(dash.run.shard_bytes) == 3
+    assert len(dash.view.timeline_plot.rows) == dash.run.workers + 3
+    fetch = lambda run: max(s.duration for s in run.timeline if s.kind == "fetch")  # noqa: E731
+    fast = fetch(dash.run)
+    dash.controls["bandwidth"].value = 1e3
+    assert fetch(dash.run) > 10 * fast
+
+
+def test_lr_changes_the_loss_not_the_clock(dash):
+    timeline, loss = dash.images["timeline"].value, [r.loss for r in dash.run.history]
+    dash.controls["lr"].value = 0.05
+    assert dash.images["timeline"].value == timeline  # the clock does not depend on lr
+    assert [r.loss for r in dash.run.history] != loss
+    assert dash.run.config["lr"] == pytest.approx(0.05)
+
+
+def test_settled_run_is_exactly_pslab_train(dash):
+    dash.set(workers=4, mode="async", accumulate=2)
+    s = dash.settings
+    with single_thread():  # the dashboard trains on one torch thread (bit-for-bit everywhere)
+        again = pslab.train(**s.train_kwargs())
+    assert dash.run.timeline == again.timeline
+    assert [tuple(r) for r in dash.run.history] == [tuple(r) for r in again.history]
+    assert not math.isnan(dash.run.final_accuracy)
+    # the one-line code the dashboard shows is the same run
+    with single_thread():
+        code_run = eval(s.code(), {"pslab": pslab})
+    assert code_run.timeline == again.timeline
+
+
+def test_loss_plot_keeps_the_previous_settings_for_comparison(dash):
+    dash.controls["workers"].value = 4
+    lines = [ln for ln in dash.view.training_plot.loss_lines if ln.get_visible()]
+    assert len(lines) == 2
+    assert lines[1].get_label() == "before: workers 3"
+
+
+def test_timing_only_while_moving_numerics_when_settled():
+    async def scenario() -> tuple[bool, bool, float, float]:
+        dash = Dashboard("002", settle_delay=0.05)
+        dash.controls["workers"].value = 4  # inside a running loop: the settle is deferred
+        moving_nan = math.isnan(dash.run.final_accuracy) and dash.pending
+        await asyncio.sleep(0.5)
+        return moving_nan, dash.pending, dash.run.final_accuracy, dash.run.workers
+
+    moving_nan, pending, acc, workers = asyncio.run(scenario())
+    assert moving_nan  # the fast path ran the clock only
+    assert not pending and workers == 4 and 0 < acc <= 1
+
+
+def test_many_quick_moves_settle_once():
+    async def scenario() -> tuple[int, list[int]]:
+        dash = Dashboard("002", settle_delay=0.2)
+        settles = len(dash.settle_ms)
+        for n in (4, 5, 6, 7):
+            dash.controls["workers"].value = n
+        await asyncio.sleep(0.8)
+        return len(dash.settle_ms) - settles, [dash.run.workers]
+
+    settles, workers = asyncio.run(scenario())
+    assert settles == 1 and workers == [7]
+
+
+def test_display_bundle_is_deterministic_and_has_a_static_picture():
+    a, b = Dashboard("001"), Dashboard("001")
+    ba, bb = a._repr_mimebundle_(), b._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in ba
+    assert ba["text/plain"] == bb["text/plain"]
+    assert ba["text/plain"].startswith("pslab dashboard (001): sync, 4 workers")
+    png = base64.b64decode(ba["image/png"])
+    assert png == base64.b64decode(bb["image/png"])  # same bytes: no dates, fixed sizes
+    assert Image.open(io.BytesIO(png)).size[0] >= 800
+
+
+def test_blitted_render_equals_full_redraw():
+    view = View(preset("default"))
+    s = preset("default")
+    for change in (dict(workers=5), dict(slowdown=3.0), dict(mode="async"), dict(shards=1),
+                   dict(workers=12, mode="SSP", ssp=2)):
+        s = s.changed(**change)
+        live = view.show(s)
+        view.timeline.invalidate()
+        view.staleness.invalidate()
+        full = {"timeline": view.timeline.render(_timeline_artists(view.timeline_plot)),
+                "staleness": view.staleness.render(_staleness_artists(view.staleness_plot))}
+        for name in live:
+            assert np.array_equal(pixels(live[name]), pixels(full[name])), (change, name)
+    assert view.timeline.blits + sum(view.timeline.draws[1:]) > 0
+
+
+def test_layers_are_reused_when_only_data_moves():
+    view = View(preset("default"))
+    s = preset("default")
+    view.show(s)
+    draws = list(view.timeline.draws)
+    for k in range(1, 4):
+        view.show(s.changed(slowdown=2.0 + 0.01 * k))  # same axes, new blocks
+    assert view.timeline.draws[0] == draws[0]  # the frame (legend...) was not redrawn
+    view.show(s.changed(workers=7))
+    assert view.timeline.draws[2] > draws[2]  # new row labels: the y layer was redrawn
+
+
+def test_png_and_nice_ceiling():
+    assert [nice_ceiling(x) for x in (0.9, 1.0, 1.1, 7.3, 93.4, 101)] == [1, 1, 1.2, 8, 100, 120]
+    assert nice_ceiling(0) == 1.0 and nice_ceiling(float("inf")) == 1.0
+    fig = LiveFigure((2, 1), dict(left=0.2, right=0.9, bottom=0.2, top=0.9))
+    (line,) = fig.ax.plot([0, 1], [0, 1])
+    png = fig.render([line])
+    assert png.startswith(b"\x89PNG") and b"tIME" not in png and b"Date" not in png
+
+
+def test_presets_are_valid_settings():
+    for name, s in PRESETS.items():
+        run = pslab.train(numerics=False, **s.train_kwargs())
+        assert run.workers == s.workers, name
+    with pytest.raises(ValueError, match="preset"):
+        preset("999")
+    with pytest.raises(ValueError, match="mode"):
+        Settings(mode="fast")
+    with pytest.raises(ValueError, match="slowdown"):
+        Settings(slowdown=0.5)
+
+
+def test_set_rejects_unknown_controls(dash):
+    with pytest.raises(ValueError, match="no control named speed"):
+        dash.set(speed=2)
+
+
+def test_status_and_numbers(dash):
+    assert 'data-state="ready"' in dash.status.value
+    assert describe(dash.run) in dash.numbers.value.replace("&#x27;", "'")
+    assert "pslab.train(" in dash.code.value
+    assert dash.captions["timeline"].value and not dash.errors
+    assert describe(None) == "no run yet"
+
+
+def test_sweep_shows_progress_and_returns_runs():
+    runs = sweep([1, 2, 3], lambda n: dict(workers=n, steps=3, numerics=False), "workers",
+                 show=False)
+    assert [r.workers for r in runs] == [1, 2, 3]
+    bar = Progress(2, "x")
+    bar.step()
+    bar.step("done")
+    assert bar.bar.value == 2 and bar.bar.bar_style == "success"
+    assert bar._repr_mimebundle_()["text/plain"] == "x: 2 runs"
+    assert table([(1, 2.5)], ["a", "bb"]).splitlines()[0] == "a   bb"
