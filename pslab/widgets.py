@@ -257,10 +257,7 @@ class Dashboard:
 
     # ---- display ----------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
-        if isinstance(bundle, tuple):
-            bundle = bundle[0]
-        bundle = dict(bundle or {})
+        bundle = _widget_bundle(self.widget, include, exclude)
         # Deterministic text (nbval compares it) and a static picture for readers without a
         # kernel (GitHub, an untrusted notebook): the widget view is preferred where it works.
         bundle["text/plain"] = f"pslab dashboard ({self.preset}): {describe(self.view.run)}"
@@ -269,6 +266,14 @@ class Dashboard:
 
     def __repr__(self) -> str:
         return f"Dashboard({self.preset!r}, {self.settings.code()})"
+
+
+def _widget_bundle(widget: Any, include: Any, exclude: Any) -> dict[str, Any]:
+    """The widget's own MIME bundle as a plain dict (ipywidgets may return (data, metadata))."""
+    bundle = widget._repr_mimebundle_(include=include, exclude=exclude)
+    if isinstance(bundle, tuple):
+        bundle = bundle[0]
+    return dict(bundle or {})
 
 
 def describe(run: Run | None) -> str:
@@ -336,10 +341,7 @@ class Progress:
             self.bar.bar_style = "success"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude)
-        if isinstance(bundle, tuple):
-            bundle = bundle[0]
-        bundle = dict(bundle or {})
+        bundle = _widget_bundle(self.widget, include, exclude)
         bundle["text/plain"] = f"{self.description or 'progress'}: {self.total} runs"
         return bundle
 
