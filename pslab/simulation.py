@@ -49,6 +49,8 @@ class Simulation:
         self.transfer_time = [cluster.transfer_time(b) for b in shard_bytes]
         self.update_time = [cluster.update_duration(b / total) for b in shard_bytes]
         self.shards = [Resource() for _ in shard_bytes]
+        self._updates = list(zip(range(len(self.shards)), self.shards, self.update_time))
+        self._transfers = list(zip(range(len(self.shards)), self.shards, self.transfer_time))
         self.evaluate = evaluate
         self.clock = Clock()
         self.timeline: list[Span] = []
@@ -100,14 +102,18 @@ class Simulation:
     def _transfer(self, kind: str, rank: int, step: int) -> float:
         """Book one transfer per shard, all asked for now; returns when the last one ends.
         Time spent queued behind other jobs on a busy shard becomes idle."""
-        now, append = self.clock.now, self.timeline.append
-        jobs, end, queued = [], now, False
-        for s, shard in enumerate(self.shards):
-            a, b = shard.book(now, self.transfer_time[s])
+        now, timeline = self.clock.now, self.timeline
+        append = timeline.append
+        end, queued = now, False
+        for s, shard, cost in self._transfers:
+            a, b = shard.book(now, cost)
             append(_new(Span, (rank, s, kind, a, b, step, None)))
-            jobs.append((a, b))
-            end, queued = (b if b > end else end), queued or a > now
-        if queued:
+            if b > end:
+                end = b
+            if a > now:
+                queued = True
+        if queued:  # rare on a quiet network: only then look for the gaps between the jobs
+            jobs = [(sp.start, sp.end) for sp in timeline[-len(self._transfers):]]
             for a, b in gaps(jobs, now, end):
                 append(_new(Span, (rank, None, "idle", a, b, step, None)))
         return end
@@ -118,15 +124,19 @@ class Simulation:
         worker.compute(step)
         done = self._transfer("push", rank, step)
         applied, applied_at, stale = False, 0.0, 0
-        for s, shard in enumerate(self.shards):
-            before = server.versions[s]
+        versions, fetched = server.versions, worker.versions
+        for s, shard, cost in self._updates:
+            lag = versions[s] - fetched[s]
             if worker.push(server, s):
-                stale = max(stale, before - worker.versions[s])
-                u0, u1 = shard.book(now, self.update_time[s])  # right behind this push
+                if lag > stale:
+                    stale = lag
+                u0, u1 = shard.book(now, cost)  # right behind this push
                 self.timeline.append(_new(Span, (None, s, "update", u0, u1, step, None)))
-                applied, applied_at = True, max(applied_at, u1)
-            else:  # buffered for a sync round: its staleness is counted when the round applies
-                self._stale = max(self._stale, before - worker.versions[s])
+                applied = True
+                if u1 > applied_at:
+                    applied_at = u1
+            elif lag > self._stale:  # buffered for a sync round: counted when the round applies
+                self._stale = lag
         if self.policy.waits_for_update:
             self._push_done[rank] = done
             if applied:  # this push completed the round
