@@ -2,7 +2,15 @@
 
     run = pslab.train(mode="sync", workers=3, steps=50, cluster=pslab.Cluster())
     run.timeline, run.history, run.weights, run.makespan
+
+The core (train, the server, workers, clock) loads at once; plots, widgets and the replays load
+on first use, so a script that only trains never pays for matplotlib or ipywidgets.
 """
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .cluster import Cluster
 from .modes import SSP, Async, Policy, Sync
 from .run import Run, train
@@ -10,11 +18,31 @@ from .server import ParameterServer
 from .simulation import Record
 from .timeline import KINDS, Span
 from .worker import Worker
-from . import plot, quiz, replay, widgets
-from .export import tikz
-from .widgets import Dashboard, dashboard
-from .plot import (StalenessPlot, TimelinePlot, TrainingPlot, compare, plot_dataflow,
-                   plot_staleness, plot_timeline, plot_training)
+
+_LAZY = {
+    # submodules
+    "plot": ".plot", "quiz": ".quiz", "replay": ".replay", "widgets": ".widgets",
+    # name -> the module that defines it
+    "tikz": ".export", "Dashboard": ".widgets", "dashboard": ".widgets",
+    "StalenessPlot": ".plot", "TimelinePlot": ".plot", "TrainingPlot": ".plot",
+    "compare": ".plot", "plot_dataflow": ".plot", "plot_staleness": ".plot",
+    "plot_timeline": ".plot", "plot_training": ".plot",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a plotting or widget name the first time it is asked for (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'pslab' has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name], __name__)
+    value = module if name == _LAZY[name][1:] else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = ["Cluster", "SSP", "Sync", "Async", "Policy", "Run", "train", "ParameterServer",
            "Record", "Span", "KINDS", "Worker", "plot", "replay", "tikz", "TimelinePlot",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .palette import LABELS, PALETTES, TEX_PREFIX
-from .plot_timeline import SHORT, worker_label
+from .timeline_plot import SHORT, worker_label
 from .run import Run
 from .tex import style_preamble
 

@@ -4,9 +4,9 @@
 The `*Plot` classes update in place (for the notebook widgets); the functions draw once and
 return a matplotlib Figure (no pyplot: nothing global, nothing to close, same file every time).
 """
-from .plot_dataflow import Flow, flows, plot_dataflow
-from .plot_timeline import TimelinePlot, compare, legend_handles, plot_timeline
-from .plot_training import StalenessPlot, TrainingPlot, plot_staleness, plot_training
+from .dataflow_plot import Flow, flows, plot_dataflow
+from .timeline_plot import TimelinePlot, compare, legend_handles, plot_timeline
+from .training_plot import StalenessPlot, TrainingPlot, plot_staleness, plot_training
 
 __all__ = ["TimelinePlot", "TrainingPlot", "StalenessPlot", "plot_timeline", "compare",
            "plot_training", "plot_staleness", "plot_dataflow", "flows", "Flow", "legend_handles"]

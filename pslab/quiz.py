@@ -23,7 +23,7 @@ import numpy as np
 
 from . import replay
 from .liveview import single_thread
-from .plot_dataflow import flows
+from .dataflow_plot import flows
 from .run import train
 
 __all__ = ["Question", "Truth", "question", "questions", "hide_answers", "show_answers",

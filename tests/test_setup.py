@@ -35,3 +35,22 @@ def test_readme_commands_are_the_makefile_targets():
         assert f"make {target}" in readme and f"\n{target}:" in make
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert "torch==2.13.0" in make  # the CPU build on disk, never a CUDA download
+
+
+def test_import_is_light_and_every_public_name_resolves():
+    # A script that only trains must not pay for matplotlib or ipywidgets (they load on first use).
+    import subprocess
+    import sys
+
+    code = ("import sys, pslab; heavy = [m for m in ('matplotlib', 'ipywidgets') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+    import pslab
+
+    for name in pslab.__all__:
+        value = getattr(pslab, name)
+        assert value is not None
+        if name.startswith("plot_") or name in ("tikz", "compare", "dashboard"):
+            assert callable(value) and value.__name__ == name, name
