@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .palette import LABELS, PALETTES, TEX_PREFIX
-from .timeline_plot import SHORT, worker_label
+from .timeline_plot import SHORT, summary, worker_label
 from .run import Run
 from .tex import style_preamble
 
@@ -42,11 +42,8 @@ def _ticks(right: float) -> list[float]:
     return [i * step for i in range(int(right / step + 1e-9) + 1)]
 
 
-def _title(run: Run, label: str | None) -> str:
-    plural = "" if run.updates == 1 else "s"
-    return (f"\\textbf{{{_esc(label or run.mode)}}}: makespan {run.makespan:.2f} s, idle "
-            f"{run.idle_time:.2f} s ({run.idle_fraction * 100:.1f}\\%), "
-            f"{run.updates} update{plural}")
+def _title(run: Run, label: str | None, column: bool) -> str:
+    return f"\\textbf{{{_esc(label or run.mode)}}}: {_esc(summary(run, column))}"
 
 
 def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: bool,
@@ -59,7 +56,7 @@ def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: b
     rows += [_shard_label(run, s) for s in range(shard_rows)]
     out = [f"  % {_esc(label or run.mode)}: {len(run.timeline)} spans",
            f"  \\node[anchor=south west, font=\\footnotesize, inner sep=1pt] "
-           f"at (0,{_num(y0 + 0.1)}) {{{_title(run, label)}}};"]
+           f"at (0,{_num(y0 + 0.1)}) {{{_title(run, label, column)}}};"]
     for i, name in enumerate(rows):
         out.append(f"  \\node[anchor=east, font=\\scriptsize] at (-0.1,{_num(y0 - i - 0.5)}) "
                    f"{{{name}}};")

@@ -272,8 +272,10 @@ def _acc_saving() -> Truth:
     return Truth(round(saved, 6), f"makespan {every.makespan:.1f} s updating every step, "
                  f"{acc.makespan:.1f} s accumulating two: one gradient sync instead of two "
                  f"(1 s saved), and the GPUs wait once, for the slowest sum of two blocks, "
-                 f"instead of twice for the slowest block (idle {every.idle_time:.1f} -> "
-                 f"{acc.idle_time:.1f} GPU-seconds). Saved: {saved:.1f} s.")
+                 f"instead of twice for the slowest block (white idle "
+                 f"{every.idle_time - every.sync_wait:.1f} -> {acc.idle_time - acc.sync_wait:.1f} "
+                 f"GPU-seconds, waiting in the sync {every.sync_wait:.1f} -> {acc.sync_wait:.1f})."
+                 f" Saved: {saved:.1f} s.")
 
 
 def _acc_same() -> Truth:

@@ -18,7 +18,7 @@ from .model import Params, evaluate, init_params
 from .modes import Policy, policy_for
 from .server import ParameterServer, split_shards
 from .simulation import Record, Simulation, no_numbers
-from .timeline import Span, total
+from .timeline import Span, covered, total
 from .worker import Worker
 
 BYTES_PER_VALUE = 4  # float32
@@ -50,6 +50,13 @@ class Run:
     def idle_time(self) -> float:
         """Total time workers spent waiting (the white blocks of figure 001)."""
         return total(self.timeline, "idle")
+
+    @property
+    def sync_wait(self) -> float:
+        """The part of the idle time that falls while the server applies an update: in figure
+        001 the blue gradient-sync column, as opposed to the white wait for slower GPUs."""
+        updates = [(s.start, s.end) for s in self.timeline if s.kind == "update"]
+        return covered((s for s in self.timeline if s.kind == "idle"), updates)
 
     @property
     def idle_fraction(self) -> float:

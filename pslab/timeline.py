@@ -6,6 +6,7 @@ only these spans, so a timeline measured on real processes draws with the same c
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Iterable, NamedTuple
 
 KINDS = ("fetch", "compute", "push", "update", "idle")
@@ -51,3 +52,21 @@ def gaps(busy: Iterable[tuple[float, float]], start: float, end: float) -> list[
 def total(spans: Iterable[Span], kind: str) -> float:
     """Summed duration of the spans of one kind."""
     return sum(s.end - s.start for s in spans if s.kind == kind)
+
+
+def covered(spans: Iterable[Span], busy: Iterable[tuple[float, float]]) -> float:
+    """Summed time of `spans` that falls inside any of the `busy` intervals (which may overlap)."""
+    merged: list[list[float]] = []
+    for a, b in sorted(busy):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    ends = [b for _, b in merged]
+    out = 0.0
+    for s in spans:
+        i = bisect_right(ends, s.start)  # the first interval ending after the span starts
+        while i < len(merged) and merged[i][0] < s.end:
+            out += min(s.end, merged[i][1]) - max(s.start, merged[i][0])
+            i += 1
+    return out

@@ -50,11 +50,20 @@ def legend_label(kind: str, palette: str) -> str:
     return f"{kind} ({text})" if len(text) <= 2 else text  # "fetch (F)", "minibatch"
 
 
-def title_text(run: Run, label: str | None = None) -> str:
-    """'label' over 'makespan …, idle … (…%), … updates': the numbers the seeds are about."""
+def title_text(run: Run, label: str | None = None, column: bool = False) -> str:
+    """'label' over 'makespan …, idle … (…%), … updates': the numbers the seeds are about.
+    column: split the idle time as figure 001 draws it, white waits + the gradient-sync column."""
+    return f"{label or run.mode}\n{summary(run, column)}"
+
+
+def summary(run: Run, column: bool = False) -> str:
+    """'makespan …, idle … (…%), … updates' (shared by plots and the TikZ export)."""
     plural = "" if run.updates == 1 else "s"
-    return (f"{label or run.mode}\nmakespan {run.makespan:.2f} s, idle {run.idle_time:.2f} s "
-            f"({run.idle_fraction:.1%}), {run.updates} update{plural}")
+    idle = f"{run.idle_time:.2f} s"
+    if column and run.sync_wait > 0:
+        idle = f"{run.idle_time - run.sync_wait:.2f} s + {run.sync_wait:.2f} s in sync"
+    return (f"makespan {run.makespan:.2f} s, idle {idle} ({run.idle_fraction:.1%}), "
+            f"{run.updates} update{plural}")
 
 
 class TimelinePlot:
@@ -112,7 +121,7 @@ class TimelinePlot:
         if [t.get_text() for t in self.ax.get_yticklabels()] != self.rows:  # ticks cost ~1 ms
             self.ax.set_yticks(range(len(self.rows)), self.rows, fontsize=8)
         self.end_line.set_xdata([run.makespan, run.makespan])
-        self.title.set_text(title_text(run, self.label))
+        self.title.set_text(title_text(run, self.label, self.column))
         self._write(list(zip(start, end, (y0 + y1) / 2, kinds)), right)
 
     def _boxes(self, run: Run) -> tuple[np.ndarray, ...]:

@@ -98,6 +98,8 @@ def test_column_mode_draws_the_sync_across_all_gpus(fig001):
     assert plot.rows == ["GPU1", "GPU2", "GPU3", "GPU4"]  # no server rows, as in figure 001
     same_boxes(plot.bars("update"), expected_boxes(every, "update", column=True, height=1.0))
     same_boxes(plot.bars("update"), [(4.0, 5.0, -0.5, 3.5), (9.0, 10.0, -0.5, 3.5)])
+    # the title splits the idle time as the figure draws it: white waits + the sync column
+    assert "idle 5.30 s + 8.00 s in sync (33.2%)" in plot.title.get_text()
     texts = [t.get_text() for t in plot.texts if t.get_visible()]
     assert texts.count("sync") == 2 and "2.8" in texts and "3.7" in texts
 

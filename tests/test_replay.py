@@ -23,6 +23,11 @@ def test_figure001_with_the_sync_block_of_the_figure():
     assert [(s.start, s.end) for s in spans(every, "update")] == [pytest.approx((4, 5)),
                                                                   pytest.approx((9, 10))]
     assert [(s.start, s.end) for s in spans(twice, "update")] == [pytest.approx((7, 8))]
+    # The white idle of the figure is the free network's idle; the rest is spent in the sync
+    # column (4 GPUs x 1.0 s per sync).
+    assert every.sync_wait == pytest.approx(8.0) and twice.sync_wait == pytest.approx(4.0)
+    assert every.idle_time - every.sync_wait == pytest.approx(5.3)
+    assert twice.idle_time - twice.sync_wait == pytest.approx(1.3)
 
 
 def test_figure001_blocks_are_the_table():
