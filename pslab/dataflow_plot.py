@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .palette import ROLE_LABELS, ROLES
-from .run import Run
+from .run import Run, as_runs
 
 
 class Flow(NamedTuple):
@@ -30,6 +30,7 @@ class Flow(NamedTuple):
 
 def flows(run: Run) -> list[Flow]:
     """Per-worker counts of batches, pushes, pulls and bytes, read off `run.timeline`."""
+    as_runs(run, many=False)
     out = []
     for w in range(run.workers):
         mine = [s for s in run.timeline if s.worker == w]
@@ -67,6 +68,7 @@ def _arrow(ax: Axes, a: tuple, b: tuple, colour: str, dashed: bool = False) -> N
 
 def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     """The data-parallel diagram of figure 002 with every edge labelled from `run`."""
+    as_runs(run, many=False)
     n = run.workers
     if ax is None:
         ax = Figure(figsize=(10, max(3.6, 1.2 * n + 1.2)), layout="constrained").add_subplot()

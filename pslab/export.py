@@ -12,7 +12,7 @@ from typing import Sequence
 
 from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, summary, worker_label
-from .run import Run
+from .run import Run, as_runs
 from .tex import style_preamble
 
 ROW = 0.55  # cm per timeline row
@@ -108,9 +108,7 @@ def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str 
     """
     if palette not in PALETTES:
         raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
-    runs = [run] if isinstance(run, Run) else list(run)
-    if not runs:
-        raise ValueError("run must be a pslab Run or a non-empty list of runs")
+    runs = as_runs(run)
     labels = list(labels) if labels is not None else [None] * len(runs)
     column = palette == "accumulation" if column is None else column
     right = max(r.makespan for r in runs) or 1.0

@@ -26,6 +26,7 @@ import numpy as np
 from matplotlib.artist import Artist
 from PIL import Image
 
+from .checks import integer, number, one_of
 from .cluster import Cluster
 from .livefigure import LiveFigure, nice_ceiling
 from .modes import SSP
@@ -33,6 +34,8 @@ from .plot import StalenessPlot, TimelinePlot, TrainingPlot
 from .run import Run, single_thread, train
 
 MODES = ("sync", "async", "SSP")
+RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 4)}
+SLOWDOWN = (1.0, 4.0)  # how many times slower G1 may be
 TIMELINE_SIZE = (10.0, 4.2)  # inches: 16 workers + 4 shard rows still have readable labels
 SMALL_SIZE = (5.0, 3.0)  # loss-vs-time and staleness, side by side under the timeline
 MAX_LABELLED_BLOCKS = 32  # compute blocks up to which the timeline writes numbers in them
@@ -64,10 +67,20 @@ class Settings:
     palette: str = "ps"
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)} (got {self.mode!r})")
-        if not (isinstance(self.slowdown, (int, float)) and self.slowdown >= 1):
-            raise ValueError(f"slowdown must be a number >= 1 (got {self.slowdown!r})")
+        # The same ranges as the controls: a dashboard never starts where a slider cannot be.
+        one_of("mode", self.mode, MODES)
+        for name, (low, high) in RANGES.items():
+            integer(name, getattr(self, name), low, high)
+        for name in ("steps", "batch"):
+            integer(name, getattr(self, name))
+        integer("seed", self.seed, low=0)
+        low, high = SLOWDOWN
+        if number("slowdown", self.slowdown) < low or self.slowdown > high:
+            raise ValueError(f"slowdown must be a number from {low:g} to {high:g} "
+                             f"(got {self.slowdown!r})")
+        number("lr", self.lr, positive=True)
+        number("bandwidth", self.bandwidth, positive=True, allow_inf=True)
+        one_of("palette", self.palette, ("ps", "accumulation"))
 
     @property
     def policy(self) -> str | SSP:
@@ -129,6 +142,10 @@ def preset(name: str = "default", **overrides: Any) -> Settings:
     """The settings a dashboard starts from: PRESETS[name] with `overrides` applied."""
     if name not in PRESETS:
         raise ValueError(f"preset must be one of {', '.join(map(repr, PRESETS))} (got {name!r})")
+    unknown = sorted(set(overrides) - set(asdict(PRESETS[name])))
+    if unknown:
+        raise ValueError(f"{unknown[0]} is not a dashboard setting; the settings are "
+                         f"{', '.join(asdict(PRESETS[name]))}")
     return PRESETS[name].changed(**overrides) if overrides else PRESETS[name]
 
 

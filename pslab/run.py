@@ -83,6 +83,17 @@ class Run:
                 f"{self.makespan:.3g} s, idle {self.idle_fraction:.1%}{acc_text})")
 
 
+def as_runs(value: Any, name: str = "run", many: bool = True) -> list[Run]:
+    """Check a plotting entry's argument: a Run (or, with many=True, a non-empty list of them)."""
+    runs = [value] if isinstance(value, Run) else list(value) if many and isinstance(
+        value, (list, tuple)) else None
+    if not runs or not all(isinstance(r, Run) for r in runs):
+        what = "a pslab.Run (what pslab.train returns)" + (" or a non-empty list of them"
+                                                            if many else "")
+        raise ValueError(f"{name} must be {what} (got {type(value).__name__})")
+    return runs
+
+
 @contextmanager
 def single_thread() -> Iterator[None]:
     """Run torch on one thread inside the block.

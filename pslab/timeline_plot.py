@@ -18,7 +18,7 @@ from matplotlib.patches import Patch
 from matplotlib.path import Path
 
 from .palette import KINDS, LABELS, PALETTES
-from .run import Run
+from .run import Run, as_runs
 
 HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: there it is 1.0)
 ZORDER = {"idle": 1, "compute": 2, "fetch": 2, "push": 2, "update": 3}  # a sync column on top
@@ -206,6 +206,7 @@ def plot_timeline(run: Run, ax: Axes | None = None, palette: str = "ps",
                   column: bool | None = None, label: str | None = None,
                   legend: bool = True) -> Figure:
     """Draw one run's timeline; returns the figure (its `pslab_plots` holds the TimelinePlot)."""
+    as_runs(run, many=False)
     if ax is None:
         fig = Figure(figsize=(9, 0.45 * _row_count(run, palette, column) + 1.4),
                      layout="constrained")
@@ -224,6 +225,7 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette:
     The time axis is shared, so the shorter makespan is visibly shorter. The figure's
     `pslab_plots` attribute holds the two TimelinePlots (to update them in place).
     """
+    as_runs(run_a, "run_a", many=False), as_runs(run_b, "run_b", many=False)
     rows = max(_row_count(r, palette, column) for r in (run_a, run_b))
     if figsize is None:
         figsize = (10, 0.5 * rows * 2 + 2.2) if stacked else (12, 0.4 * rows + 2.0)

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from .run import Run
+from .run import Run, as_runs
 
 # One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.
 RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
@@ -23,7 +23,7 @@ X_AXES = {"time": "virtual time (s)", "update": "server updates", "step": "step"
 
 
 def _runs(runs: Run | Sequence[Run]) -> list[Run]:
-    return [runs] if isinstance(runs, Run) else list(runs)
+    return as_runs(runs, "runs")
 
 
 def _x(run: Run, x: str) -> np.ndarray:
@@ -130,6 +130,7 @@ def plot_training(runs: Run | Sequence[Run], ax: Axes | None = None,
 
 def plot_staleness(run: Run, ax: Axes | None = None) -> Figure:
     """Histogram of how many versions behind each update's gradient was; returns the figure."""
+    as_runs(run, many=False)
     if ax is None:
         ax = Figure(figsize=(5, 3.2), layout="constrained").add_subplot()
     plot = StalenessPlot(ax)

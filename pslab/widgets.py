@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import ipywidgets as W
 
-from .liveview import MODES, PRESETS, Settings, View, preset, single_thread, summary
+from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, preset, single_thread,
+                       summary)
 from .run import Run, train
 
 __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "PRESETS"]
@@ -51,16 +52,21 @@ def _options(values: tuple[float, ...], start: float, fmt: Any) -> list[tuple[st
 
 
 # name -> widget factory (taking the starting value); the names are Settings fields
+def _int_slider(name: str, description: str) -> Callable[[Any], W.IntSlider]:
+    low, high = RANGES[name]  # the ranges Settings checks, so a preset always fits its slider
+    return lambda v: W.IntSlider(v, min=low, max=high, description=description)
+
+
 CONTROLS: dict[str, Callable[[Any], W.ValueWidget]] = {
-    "workers": lambda v: W.IntSlider(v, min=1, max=16, description="workers"),
-    "accumulate": lambda v: W.IntSlider(v, min=1, max=8, description="accumulate"),
+    "workers": _int_slider("workers", "workers"),
+    "accumulate": _int_slider("accumulate", "accumulate"),
     "lr": lambda v: W.SelectionSlider(options=_options(LR_VALUES, v, "{:g}"), value=v,
                                       description="learning rate"),
     "mode": lambda v: W.Dropdown(options=list(MODES), value=v, description="mode"),
-    "ssp": lambda v: W.IntSlider(v, min=0, max=10, description="SSP s"),
-    "slowdown": lambda v: W.FloatSlider(v, min=1.0, max=4.0, step=0.25, readout_format=".2f",
-                                        description="straggler ×"),
-    "shards": lambda v: W.IntSlider(v, min=1, max=4, description="shards"),
+    "ssp": _int_slider("ssp", "SSP s"),
+    "slowdown": lambda v: W.FloatSlider(v, min=SLOWDOWN[0], max=SLOWDOWN[1], step=0.25,
+                                        readout_format=".2f", description="straggler ×"),
+    "shards": _int_slider("shards", "shards"),
     "bandwidth": lambda v: W.SelectionSlider(options=_options(BANDWIDTHS, v, _bytes_per_s),
                                              value=v, description="bandwidth"),
 }

@@ -84,3 +84,38 @@ def test_edges_that_are_allowed():
     assert pslab.train(workers=1, batch=n, steps=1, numerics=False).updates == 1
     assert pslab.train(shards=4, steps=1).weights.keys() == {"W_h", "b_h", "W_o", "b_o"}
     assert pslab.Cluster(bandwidth=math.inf, latency=0).transfer_time(10**9) == 0.0
+
+
+BAD_DASHBOARD = [
+    (dict(workers=0), "workers"), (dict(workers=17), "workers"), (dict(accumulate=9), "accumulate"),
+    (dict(lr=0), "lr"), (dict(mode="bsp"), "mode"), (dict(ssp=-1), "ssp"), (dict(ssp=11), "ssp"),
+    (dict(slowdown=0.5), "slowdown"), (dict(slowdown=5), "slowdown"), (dict(shards=5), "shards"),
+    (dict(bandwidth=0), "bandwidth"), (dict(palette="neon"), "palette"),
+    (dict(speed=2), "speed"),  # not a setting: the error lists the ones there are
+]
+
+
+@pytest.mark.parametrize("overrides, name", BAD_DASHBOARD)
+def test_dashboard_settings_are_checked_against_the_controls_ranges(overrides, name):
+    from pslab.liveview import preset
+
+    with pytest.raises(ValueError, match=name):
+        preset("000", **overrides)
+    with pytest.raises(ValueError, match="preset"):
+        preset("004")
+
+
+def test_plots_and_export_say_what_a_run_is():
+    run = pslab.train(steps=1, numerics=False)
+    calls = [lambda: pslab.tikz("run"), lambda: pslab.tikz([]), lambda: pslab.tikz([run, 3]),
+             lambda: pslab.plot_timeline(None), lambda: pslab.compare(run, "b"),
+             lambda: pslab.plot_training([]), lambda: pslab.plot_staleness(3),
+             lambda: pslab.plot_dataflow({})]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"run(_a|_b|s)? must be a pslab\.Run"):
+            call()
+
+
+def test_replay_names_its_own_parameter():
+    with pytest.raises(ValueError, match="sync_time"):
+        pslab.replay.figure001(sync_time=-1)
