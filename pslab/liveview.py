@@ -227,6 +227,7 @@ class View:
         self.previous: tuple[Settings, Run] | None = None  # the one before, for comparison
         self._settled_for: Settings | None = None
         self._shown_key: tuple | None = None
+        self.show(self.settings)  # a View is never blank: its timeline is there from the start
 
     @property
     def pending(self) -> bool:
