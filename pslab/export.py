@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .palette import LABELS, PALETTES, TEX_PREFIX
-from .timeline_plot import SHORT, summary, worker_label
+from .timeline_plot import SHORT, numbers_line, worker_label
 from .run import Run, as_runs
 from .tex import style_preamble
 
@@ -43,7 +43,7 @@ def _ticks(right: float) -> list[float]:
 
 
 def _title(run: Run, label: str | None, column: bool) -> str:
-    return f"\\textbf{{{_esc(label or run.mode)}}}: {_esc(summary(run, column))}"
+    return f"\\textbf{{{_esc(label or run.mode)}}}: {_esc(numbers_line(run, column))}"
 
 
 def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: bool,

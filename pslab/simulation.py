@@ -46,11 +46,12 @@ class Simulation:
         self.steps, self.accumulate = steps, workers[0].accumulate
         self.durations = durations
         total = sum(shard_bytes)
-        self.transfer_time = [cluster.transfer_time(b) for b in shard_bytes]
-        self.update_time = [cluster.update_duration(b / total) for b in shard_bytes]
         self.shards = [Resource() for _ in shard_bytes]
-        self._updates = list(zip(range(len(self.shards)), self.shards, self.update_time))
-        self._transfers = list(zip(range(len(self.shards)), self.shards, self.transfer_time))
+        # (shard index, its resource, seconds) for each kind of job: the hot loops read one list
+        self._transfers = [(s, r, cluster.transfer_time(b))
+                           for s, (r, b) in enumerate(zip(self.shards, shard_bytes))]
+        self._updates = [(s, r, cluster.update_duration(b / total))
+                         for s, (r, b) in enumerate(zip(self.shards, shard_bytes))]
         self.evaluate = evaluate
         self.clock = Clock()
         self.timeline: list[Span] = []

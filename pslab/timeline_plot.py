@@ -53,15 +53,15 @@ def legend_label(kind: str, palette: str) -> str:
 def title_text(run: Run, label: str | None = None, column: bool = False) -> str:
     """'label' over 'makespan …, idle … (…%), … updates': the numbers the seeds are about.
     column: split the idle time as figure 001 draws it, white waits + the gradient-sync column."""
-    return f"{label or run.mode}\n{summary(run, column)}"
+    return f"{label or run.mode}\n{numbers_line(run, column)}"
 
 
-def summary(run: Run, column: bool = False) -> str:
+def numbers_line(run: Run, column: bool = False) -> str:
     """'makespan …, idle … (…%), … updates' (shared by plots and the TikZ export)."""
     plural = "" if run.updates == 1 else "s"
-    idle = f"{run.idle_time:.2f} s"
-    if column and run.sync_wait > 0:
-        idle = f"{run.idle_time - run.sync_wait:.2f} s + {run.sync_wait:.2f} s in sync"
+    idle_time = run.idle_time
+    wait = run.sync_wait if column else 0.0  # each walks the timeline: read them once
+    idle = f"{idle_time - wait:.2f} s + {wait:.2f} s in sync" if wait > 0 else f"{idle_time:.2f} s"
     return (f"makespan {run.makespan:.2f} s, idle {idle} ({run.idle_fraction:.1%}), "
             f"{run.updates} update{plural}")
 
@@ -225,7 +225,8 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette:
     The time axis is shared, so the shorter makespan is visibly shorter. The figure's
     `pslab_plots` attribute holds the two TimelinePlots (to update them in place).
     """
-    as_runs(run_a, "run_a", many=False), as_runs(run_b, "run_b", many=False)
+    as_runs(run_a, "run_a", many=False)
+    as_runs(run_b, "run_b", many=False)
     rows = max(_row_count(r, palette, column) for r in (run_a, run_b))
     if figsize is None:
         figsize = (10, 0.5 * rows * 2 + 2.2) if stacked else (12, 0.4 * rows + 2.0)

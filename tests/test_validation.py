@@ -101,7 +101,12 @@ def test_dashboard_settings_are_checked_against_the_controls_ranges(overrides, n
 
     with pytest.raises(ValueError, match=name):
         preset("000", **overrides)
-    with pytest.raises(ValueError, match="preset"):
+
+
+def test_dashboard_preset_names_the_presets():
+    from pslab.liveview import preset
+
+    with pytest.raises(ValueError, match="preset must be one of 'default', '000'"):
         preset("004")
 
 
