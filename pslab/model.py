@@ -15,6 +15,13 @@ Params = dict[str, torch.Tensor]
 
 # Server order: the output layer first, as figure 000 draws the shards ({W_o, b_o}, {W_h, b_h}).
 NAMES = ("W_o", "b_o", "W_h", "b_h")
+LAYERS = (("W_o", "b_o"), ("W_h", "b_h"))  # figure 000's two shards, one per layer
+
+
+def shapes(features: int, hidden: int, classes: int) -> dict[str, tuple[int, ...]]:
+    """Every parameter's shape, in server order."""
+    return {"W_o": (classes, hidden), "b_o": (classes,), "W_h": (hidden, features),
+            "b_h": (hidden,)}
 
 
 def init_params(features: int, hidden: int, classes: int, seed: int) -> Params:

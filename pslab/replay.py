@@ -24,7 +24,7 @@ FIGURE000_CLUSTER = dict(compute_time=3.0, speeds=[0.5, 1.0, 1.0], latency=0.25,
 
 def figure000(steps: int = 2, seed: int = 0) -> tuple[Run, Run]:
     """(sync_run, async_run): the same three processors and straggler under both modes."""
-    kw = dict(workers=3, steps=steps, shards=2, seed=seed, batch=32)
+    kw = dict(workers=3, steps=steps, shards="layers", seed=seed, batch=32)
     return (train(mode="sync", cluster=Cluster(**FIGURE000_CLUSTER), **kw),
             train(mode="async", cluster=Cluster(**FIGURE000_CLUSTER), **kw))
 
@@ -45,7 +45,7 @@ def figure001(sync_time: float = 1.0, seed: int = 0) -> tuple[Run, Run]:
 
 def figure002(seed: int = 0) -> Run:
     """Three workers training the digits MLP on a two-shard parameter server (sync)."""
-    return train(mode="sync", workers=3, steps=20, batch=32, shards=2, seed=seed,
+    return train(mode="sync", workers=3, steps=20, batch=32, shards="layers", seed=seed,
                  cluster=Cluster(jitter=0.2))
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from numbers import Integral
 import warnings
 from dataclasses import dataclass, field
 from contextlib import contextmanager
@@ -14,9 +15,10 @@ import torch
 from .checks import integer, number
 from .cluster import Cluster
 from .data import Digits, dataset_size
-from .model import Params, evaluate, init_params
+from .layout import Layout
+from .model import LAYERS, Params, evaluate, init_params, shapes
 from .modes import Policy, policy_for
-from .server import ParameterServer, split_shards
+from .server import ParameterServer
 from .simulation import Record, Simulation, no_numbers
 from .timeline import Span, covered, total
 from .worker import Worker
@@ -37,6 +39,7 @@ class Run:
     shards: list[list[str]] = field(default_factory=list)
     shard_bytes: list[int] = field(default_factory=list)
     complete: bool = True  # False when the run was interrupted (Ctrl-C): a partial timeline
+    layout: Layout | None = None  # each shard's key range of the flattened parameters
 
     @property
     def workers(self) -> int:
@@ -114,14 +117,16 @@ def single_thread() -> Iterator[None]:
 
 
 def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
-          batch: int = 32, steps: int = 50, shards: int = 2, seed: int = 0,
+          batch: int = 32, steps: int = 50, shards: int | str = "layers", seed: int = 0,
           cluster: Cluster | None = None, numerics: bool = True, hidden: int = 32,
           progress: bool = False) -> Run:
     """Train the digits MLP on a parameter server in virtual time.
 
     mode: "sync", "async" or pslab.SSP(s). workers: how many. accumulate: minibatches per push.
-    lr: SGD step size. batch: rows per minibatch. steps: pushes per worker. shards: server shards
-    (1 to 4). seed: every random choice. cluster: the timing model (default Cluster()).
+    lr: SGD step size. batch: rows per minibatch. steps: pushes per worker. shards: "layers"
+    (figure 000: {W_o, b_o} and {W_h, b_h}) or an int S from 1 to 256, S key ranges of
+    near-equal bytes (ps-lite's key ranges). seed: every random choice. cluster: the timing
+    model (default Cluster()).
     numerics: False runs the same timeline without any arithmetic (fast, for large clusters).
     hidden: width of the hidden layer. progress: show a progress bar (a notebook bar in Jupyter).
     Interrupting a run (Ctrl-C, or the notebook's stop button) returns what was computed so far,
@@ -141,23 +146,22 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     cluster = Cluster() if cluster is None else cluster
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
-    sizes = {"W_o": 10 * hidden, "b_o": 10, "W_h": hidden * 64, "b_h": hidden}
-    shards = integer("shards", shards, high=len(sizes))
+    layout = make_layout(shards, hidden)
     cluster.check(workers, steps * accumulate)
 
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
                   hidden=hidden)
-    groups = split_shards(sizes, shards)
-    shard_bytes = [BYTES_PER_VALUE * sum(sizes[n] for n in g) for g in groups]
+    shard_bytes = [BYTES_PER_VALUE * layout.keys(s) for s in range(layout.shards)]
     data = Digits.load(seed) if numerics else None
     params = init_params(data.features, hidden, data.classes, seed) if data else None
-    server = ParameterServer(params, groups, lr, aggregate=policy.aggregate(workers))
-    crew = [Worker(i, data, workers, accumulate, batch) for i in range(workers)]
+    server = ParameterServer(params, layout, lr, aggregate=policy.aggregate(workers))
+    crew = [Worker(i, data, workers, accumulate, batch, layout=layout) for i in range(workers)]
 
     def score() -> tuple[float, float]:
-        loss, _ = evaluate(server.params, data.x_train, data.y_train)
-        return loss, evaluate(server.params, data.x_test, data.y_test)[1]
+        weights = layout.unflatten(server.flat())
+        loss, _ = evaluate(weights, data.x_train, data.y_train)
+        return loss, evaluate(weights, data.x_test, data.y_test)[1]
 
     sim = Simulation(server, crew, policy, cluster,
                      cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
@@ -174,5 +178,21 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     if sim.interrupted:
         warnings.warn(f"run interrupted at virtual time {sim.makespan:.3g} s after "
                       f"{len(sim.history)} updates: returning the partial run", stacklevel=2)
+    groups = [layout.names_in(s) for s in range(layout.shards)]
     return Run(config, sim.timeline, sim.history, server.weights(), sim.makespan, groups,
-               shard_bytes, complete=not sim.interrupted)
+               shard_bytes, complete=not sim.interrupted, layout=layout)
+
+
+MAX_SHARDS = 256
+
+
+def make_layout(shards: int | str, hidden: int) -> Layout:
+    """The server's layout for `train(shards=...)`: "layers" or S near-equal key ranges."""
+    sizes = shapes(features=64, hidden=hidden, classes=10)
+    if shards == "layers":
+        return Layout.by_layer(sizes, LAYERS)
+    if not (isinstance(shards, Integral) and not isinstance(shards, bool)
+            and 1 <= shards <= MAX_SHARDS):
+        raise ValueError(f"shards must be 'layers' or an integer from 1 to {MAX_SHARDS} "
+                         f"(got {shards!r})")
+    return Layout.key_range(sizes, int(shards))

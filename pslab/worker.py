@@ -1,6 +1,6 @@
 """A worker of figure 000 ("Processor i on GPU i"): fetch (F), compute minibatches, push (P).
 
-A worker keeps the weights it last fetched, shard by shard, and computes its gradient on them:
+A worker keeps the keys it last fetched, shard by shard, and computes its gradient on them:
 so in async mode its gradient really is stale when the others have moved the server on. With
 `accumulate = k` (figure 001) it runs k minibatches back to back and pushes their mean once.
 The worker knows nothing of time; the engine tells it when.
@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 from .data import Digits
-from .model import Params, loss_and_grad
+from .layout import Layout
+from .model import loss_and_grad
 from .server import ParameterServer
 
 
@@ -23,41 +24,43 @@ def device_for(rank: int) -> torch.device:
 
 class Worker:
     def __init__(self, rank: int, data: Digits | None, workers: int, accumulate: int, batch: int,
-                 device: torch.device | None = None):
+                 device: torch.device | None = None, layout: Layout | None = None):
         self.rank = rank
+        self.layout = layout  # how the shards' keys make up the model (None: timing only)
         self.data = data  # None: timing only, no arithmetic
         self.workers, self.accumulate, self.batch = workers, accumulate, batch
         self.device = device if device is not None else device_for(rank)
-        self.weights: Params = {}
+        self.shards: dict[int, torch.Tensor] = {}  # shard -> the keys fetched, on self.device
         self.versions: dict[int, int] = {}  # shard -> version fetched
-        self.grads: Params = {}
+        self.grads: list[torch.Tensor] = []  # this push's gradient, cut into the shards' ranges
         self.loss = float("nan")
 
     def fetch(self, server: ParameterServer, shard: int) -> int:
-        """Pull one shard's weights onto this worker's device; returns the version fetched."""
-        version, weights = server.pull(shard)
+        """Pull one shard's keys onto this worker's device; returns the version fetched."""
+        version, keys = server.pull(shard)
         self.versions[shard] = version
-        if weights:  # empty in timing-only runs
-            self.weights.update({n: w.to(self.device) for n, w in weights.items()})
+        if keys is not None:  # None in timing-only runs
+            self.shards[shard] = keys.to(self.device)
         return version
 
     def compute(self, step: int) -> None:
         """Gradient of push `step`: the mean over `accumulate` minibatches of global batch `step`."""
         if self.data is None:
             return
-        total: Params = {}
+        layout = self.layout
+        weights = layout.unflatten(torch.cat([self.shards[s] for s in range(layout.shards)]))
+        total: torch.Tensor | None = None
         losses = []
         for micro in range(self.accumulate):
             x, y = self.data.minibatch(step, self.rank, micro, self.workers, self.accumulate,
                                        self.batch)
-            loss, grads = loss_and_grad(self.weights, x.to(self.device), y.to(self.device))
+            loss, grads = loss_and_grad(weights, x.to(self.device), y.to(self.device))
             losses.append(loss)
-            total = grads if not total else {n: total[n] + g for n, g in grads.items()}
-        self.grads = {n: g / self.accumulate for n, g in total.items()}
+            flat = layout.flatten(grads)
+            total = flat if total is None else total + flat
+        self.grads = layout.split(total / self.accumulate)
         self.loss = sum(losses) / len(losses)
 
     def push(self, server: ParameterServer, shard: int) -> bool:
         """Send this shard's part of the gradient; True when the server completed an update."""
-        if not self.grads:  # timing-only: the server just counts
-            return server.push(shard, self.grads)
-        return server.push(shard, {n: self.grads[n] for n in server.shards[shard]})
+        return server.push(shard, self.grads[shard] if self.grads else None)

@@ -9,8 +9,9 @@ import torch
 import pslab
 from pslab import worker as worker_module
 from pslab.data import Digits
-from pslab.model import init_params
-from pslab.server import ParameterServer, split_shards
+from pslab.layout import Layout
+from pslab.model import LAYERS, init_params
+from pslab.server import ParameterServer
 from pslab.worker import Worker, device_for
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -28,15 +29,15 @@ def test_worker_i_goes_to_gpu_i_wrapping_round(monkeypatch):
 def test_a_workers_tensors_live_on_its_device():
     data = Digits.load(0)
     params = init_params(data.features, 16, data.classes, 0)
-    sizes = {n: w.numel() for n, w in params.items()}
-    server = ParameterServer(params, split_shards(sizes, 2), lr=0.1)
-    w = Worker(1, data, workers=2, accumulate=2, batch=8)
+    layout = Layout.by_layer({n: w.shape for n, w in params.items()}, LAYERS)
+    server = ParameterServer(params, layout, lr=0.1)
+    w = Worker(1, data, workers=2, accumulate=2, batch=8, layout=layout)
     assert w.device == device_for(1)
     for shard in range(2):
         w.fetch(server, shard)
     w.compute(0)
-    assert {t.device.type for t in w.weights.values()} == {w.device.type}
-    assert {t.device.type for t in w.grads.values()} == {w.device.type}
+    assert {t.device.type for t in w.shards.values()} == {w.device.type}
+    assert {t.device.type for t in w.grads} == {w.device.type}
     for shard in range(2):
         w.push(server, shard)
     # the server keeps its parameters where they were made (the host), whatever the workers use

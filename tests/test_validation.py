@@ -22,7 +22,7 @@ BAD_TRAIN = [
     (dict(mode="bsp"), "mode"),
     (dict(mode=None), "mode"),
     (dict(shards=0), "shards"),
-    (dict(shards=5), "shards"),
+    (dict(shards=257), "shards"), (dict(shards="rows"), "shards"), (dict(shards=2.0), "shards"),
     (dict(seed=-1), "seed"),
     (dict(numerics="yes"), "numerics"),
     (dict(hidden=0), "hidden"),
