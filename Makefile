@@ -1,5 +1,6 @@
 # Two commands for a fresh machine (see README.md):
-#   make lab    install, then open JupyterLab on the start notebook
+#   make lab    install, then open JupyterLab at the repository root on the start notebook
+#   make present  install, then the dashboards as an app (Voila), without the exercise cells
 #   make test   install (Python and Debian packages), then run every test: pytest on tests/
 #               and pytest --nbval on notebooks/
 VENV ?= .venv
@@ -8,16 +9,23 @@ APT_PACKAGES := texlive-latex-base texlive-latex-recommended texlive-latex-extra
                 texlive-pictures dvisvgm chromium chromium-driver
 NBVAL := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout 300
 
-.PHONY: install system lab test demo figures
+START := notebooks/00_start_here.ipynb
+# JupyterLab refuses to run as root unless told: root is usual in a container or on a
+# course server, so say it only there. LAB_ARGS adds options (--no-browser, --port=...).
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS ?=
+
+.PHONY: install system lab present test demo figures screenshots
 
 install: $(VENV)/.installed
 
-# torch==2.13.0 first: on this kind of machine it is the CPU build lying on disk; the project's
-# torch range is then already satisfied, so pip never pulls a multi-GB CUDA build.
-$(VENV)/.installed: pyproject.toml
+# torch==2.13.0 first (tools/install_torch.py): without an NVIDIA GPU it is a CPU build (a
+# local wheel where one exists, else PyTorch's CPU-only index); the project's torch range is
+# then already satisfied, so pip never pulls a multi-GB CUDA build onto a CPU machine.
+$(VENV)/.installed: pyproject.toml tools/install_torch.py
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
+	$(PY) tools/install_torch.py
 	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
@@ -28,8 +36,16 @@ system:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	  else echo "please install:$$missing (sudo apt-get install ...)"; fi; fi
 
+# The root of the repository (README, library and notebooks in the file browser), opened on
+# the start notebook, which is trusted first (its outputs show without a "not trusted" prompt).
 lab: install
-	$(VENV)/bin/jupyter lab notebooks/00_start_here.ipynb
+	$(VENV)/bin/jupyter trust notebooks/[0-9][0-9]_*.ipynb
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
+	  --LabApp.default_url=/lab/tree/$(START) $(ROOT_FLAG) $(LAB_ARGS)
+
+# Presenter view: each figure's dashboard and replay as an app, no code, no quiz cells.
+present: install
+	$(VENV)/bin/voila notebooks/present.ipynb $(LAB_ARGS)
 
 demo: install
 	$(PY) -m pslab demo

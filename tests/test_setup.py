@@ -3,6 +3,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +35,9 @@ def test_readme_commands_are_the_makefile_targets():
     for target in ("lab", "test"):
         assert f"make {target}" in readme and f"\n{target}:" in make
     assert "make test" in (ROOT / ".ci" / "run").read_text()
-    assert "torch==2.13.0" in make  # the CPU build on disk, never a CUDA download
+    # torch before pslab, through the installer that never takes a CUDA build without a GPU
+    assert "$(PY) tools/install_torch.py" in make
+    assert make.index("tools/install_torch.py\n") < make.index('pip install -q -e ".[test]"')
 
 
 def test_import_is_light_and_every_public_name_resolves():
@@ -54,3 +57,65 @@ def test_import_is_light_and_every_public_name_resolves():
         assert value is not None
         if name.startswith("plot_") or name in ("tikz", "compare", "dashboard"):
             assert callable(value) and value.__name__ == name, name
+
+
+def test_license_is_an_spdx_string_and_builds_without_a_deprecation_warning(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import setuptools.build_meta as b, sys; "
+            f"print(b.prepare_metadata_for_build_wheel({str(tmp_path)!r}))")
+    out = subprocess.run([sys.executable, "-W", "always", "-c", code], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    assert "Deprecat" not in out.stdout + out.stderr, out.stderr[-2000:]
+    meta = (tmp_path / out.stdout.strip().splitlines()[-1] / "METADATA").read_text()
+    assert "License-Expression: MIT" in meta
+
+
+def _installer():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("install_torch",
+                                                  ROOT / "tools" / "install_torch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _report(*packages: tuple[str, str]) -> dict:
+    return {"install": [{"metadata": {"name": n, "version": v}} for n, v in packages]}
+
+
+def test_torch_installer_tells_a_cuda_build_from_a_cpu_build():
+    t = _installer()
+    assert t.pulls_cuda(_report(("torch", "2.13.0"), ("cuda-toolkit", "13.0.3.0")))
+    assert t.pulls_cuda(_report(("torch", "2.13.0"), ("nvidia-cudnn-cu13", "9.20.0.48")))
+    assert t.pulls_cuda(_report(("torch", "2.13.0+cu128")))
+    assert not t.pulls_cuda(_report(("torch", "2.13.0+cpu"), ("sympy", "1.14.0")))
+    assert not t.pulls_cuda(_report(("torch", "2.13.0"), ("filelock", "3.0")))  # macOS wheel
+
+
+def test_torch_installer_on_a_machine_without_a_gpu(monkeypatch):
+    """Here (no GPU): the local CPU wheel as it is; with pip's local wheels and indexes hidden,
+    as on a laptop, PyPI's torch would pull CUDA, so the CPU index is used instead."""
+    import os
+    import subprocess
+    import sys
+
+    t = _installer()
+    monkeypatch.setattr(t, "has_nvidia_gpu", lambda: False)
+    monkeypatch.delenv("TORCH_INDEX", raising=False)
+    pip = [sys.executable, "-m", "pip"]
+    here = t.command(pip)
+    if "--index-url" in here:
+        pytest.skip("no local CPU wheel of torch on this machine")
+    assert here == [*pip, "install", "torch==2.13.0"]
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no find-links, no local indexes
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    try:
+        laptop = t.command(pip)
+    except subprocess.CalledProcessError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("the package index is out of reach")
+    assert laptop == [*pip, "install", "torch==2.13.0", "--index-url", t.CPU_INDEX]
