@@ -71,6 +71,27 @@ async def measure(preset: str, changes: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def rows(quick: bool) -> list[dict]:
+    """Section 3 of `python -m bench`: per dashboard, the median kernel latency of a change."""
+    torch.set_num_threads(1)
+    changes = 5 if quick else 20
+    out = []
+    for preset in ("default", "000", "001", "002"):
+        res = asyncio.run(measure(preset, changes))
+        redraw = [r for c, r in res.items() if c != "lr"]  # lr never moves the clock
+        wall = [r["median"] / 1000 for r in redraw]
+        settle = statistics.median(r["settle"] for r in res.values()) / 1000
+        out.append({"section": "dashboards", "name": f"dashboard {preset}: a slider change",
+                    "median": statistics.median(wall), "min": min(wall), "max": max(wall),
+                    "runs": changes * len(redraw), "goal": "<= 40 ms",
+                    "met": statistics.median(wall) <= 0.040})
+        out.append({"section": "dashboards", "name": f"dashboard {preset}: loss curve, settled",
+                    "median": settle, "min": min(r["settle"] for r in res.values()) / 1000,
+                    "max": max(r["settle"] for r in res.values()) / 1000, "runs": len(res),
+                    "goal": "<= 300 ms", "met": settle <= 0.300})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--changes", type=int, default=20)

@@ -1,0 +1,91 @@
+"""`python -m bench [--quick] [--only SECTION ...]`: pslab against what users would pick instead.
+
+Sections: clock (pslab's clock vs SimPy), numerics (vs a plain torch loop), dashboards (kernel
+latency), notebooks (nbval run times), processes (one sync step vs DDP, once the process
+backend is there), nas (the live and the paper-scale search, once NAS is there). Prints one
+table and writes it as JSON under bench/results/ with the machine's CPU, Python and torch.
+Every figure is a median of repeated runs after a warm-up, with min and max; ratios are taken
+within the same invocation. Goals are printed beside the figures; nothing here asserts a speed.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SECTIONS = {  # name -> module under bench/ that has rows(quick) -> list of rows
+    "clock": "clock_vs_simpy", "numerics": "numerics_vs_torch", "dashboards": "widget_latency",
+    "notebooks": "notebooks_time", "processes": "processes_vs_ddp", "nas": "nas_speed",
+}
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict[str, Any]:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "torch": torch.__version__, "platform": platform.platform()}
+
+
+def run_section(name: str, quick: bool) -> list[dict[str, Any]]:
+    try:
+        module = importlib.import_module(f"bench.{SECTIONS[name]}")
+    except ModuleNotFoundError as err:
+        if err.name != f"bench.{SECTIONS[name]}":
+            raise
+        return [{"section": name, "name": "not measured: no bench/" f"{SECTIONS[name]}.py yet"}]
+    if not hasattr(module, "rows"):
+        return [{"section": name, "name": f"not measured: bench/{SECTIONS[name]}.py has no rows()"}]
+    return module.rows(quick)
+
+
+def _time(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(f"{'section':18} {'what':48} {'median':>10} {'min':>10} {'max':>10} {'ratio':>7}  goal")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}x" if "ratio" in r else ""
+        met = {True: " (met)", False: " (NOT met)"}.get(r.get("met"), "")
+        print(f"{r['section']:18} {r['name'][:48]:48} {_time(r.get('median')):>10} "
+              f"{_time(r.get('min')):>10} {_time(r.get('max')):>10} {ratio:>7}  "
+              f"{r.get('goal', '')}{met if r.get('goal') else ''}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (a minute or two)")
+    ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS), metavar="SECTION",
+                    help=f"run only these sections: {', '.join(SECTIONS)}")
+    ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/)")
+    args = ap.parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    for name in args.only or list(SECTIONS):
+        print(f"... {name}", file=sys.stderr, flush=True)
+        rows += run_section(name, args.quick)
+    print_table(rows)
+    out = args.out or RESULTS / time.strftime("bench-%Y%m%d-%H%M%S.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": machine(), "quick": args.quick, "rows": rows},
+                              indent=1, default=str))
+    print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Section 1 of `python -m bench`: pslab's virtual clock against SimPy on the same schedule.
+
+Figure 000's async schedule (N workers, 2 shards, fetch -> compute -> push -> update, seeded
+jitter), 100 steps, timed in pslab (timing only) and in the SimPy model of bench/simpy_model.py.
+Before any time is compared, both must give the same makespan and the same spans.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pslab
+
+from .simpy_model import costs, simulate
+from .timing import measure, row
+
+STEPS, SEED = 100, 1
+CLUSTER = pslab.Cluster(jitter=0.3)
+GOAL_RATIO = 5.0  # pslab worker-steps/s over SimPy's, at N = 800
+GOAL_800 = 0.5  # seconds for 800 x 100 timing-only
+
+
+def _key(span: tuple) -> tuple:
+    worker, shard, kind, start, end, step = span[:6]
+    return (-1 if worker is None else worker, -1 if shard is None else shard, kind,
+            round(start, 9), round(end, 9), step)
+
+
+def same_schedule(workers: int) -> pslab.Run:
+    """Run both once and check they agree; returns pslab's run."""
+    run = pslab.train(mode="async", workers=workers, steps=STEPS, numerics=False,
+                      cluster=CLUSTER, seed=SEED)
+    durations = CLUSTER.compute_durations(workers, STEPS, SEED).tolist()
+    makespan, spans = simulate(durations, *costs(run), STEPS)
+    if not math.isclose(makespan, run.makespan, rel_tol=1e-12):
+        raise AssertionError(f"SimPy makespan {makespan} != pslab's {run.makespan}")
+    mine = sorted(_key(s) for s in run.timeline if s.kind != "idle")
+    if mine != sorted(_key(s) for s in spans):
+        raise AssertionError("SimPy and pslab recorded different spans")
+    return run
+
+
+def rows(quick: bool) -> list[dict[str, Any]]:
+    out = []
+    for workers in (8, 800):
+        run = same_schedule(workers)
+        durations = CLUSTER.compute_durations(workers, STEPS, SEED).tolist()
+        transfer, update = costs(run)
+        repeat = 3 if quick or workers == 800 else 10
+        ours = measure(lambda: pslab.train(mode="async", workers=workers, steps=STEPS,
+                                           numerics=False, cluster=CLUSTER, seed=SEED), repeat)
+        theirs = measure(lambda: simulate(durations, transfer, update, STEPS),
+                         1 if workers == 800 else repeat, warmup=0 if workers == 800 else 1)
+        rate = workers * STEPS / ours["median"]
+        ratio = theirs["median"] / ours["median"]
+        goal = f"ratio >= {GOAL_RATIO:g}" if workers == 800 else ""
+        if workers == 800:
+            goal += f"; pslab <= {GOAL_800} s"
+        out.append(row("clock vs SimPy", f"pslab async {workers}x{STEPS} timing-only", ours,
+                       worker_steps_per_s=rate, makespan=run.makespan))
+        out.append(row("clock vs SimPy", f"SimPy async {workers}x{STEPS}", theirs,
+                       worker_steps_per_s=workers * STEPS / theirs["median"],
+                       ratio=ratio, goal=goal, met=ratio >= GOAL_RATIO and (
+                           workers != 800 or ours["median"] <= GOAL_800)))
+    return out

@@ -1,0 +1,88 @@
+"""Section 2 of `python -m bench`: pslab's numerics against a plain torch loop on the same data.
+
+pslab runs sync mode with N workers of batch b on a free network. Two plain loops make the same
+updates from the same initial weights:
+- "plain": one process, torch.nn + torch.optim.SGD, one batch of N*b rows per update (what a
+  user would write); its weights must equal pslab's to float precision;
+- "same arithmetic": pslab's exact work without the simulation (N gradient calls of batch b per
+  update, the loss on the training split and the accuracy on the test split after each): the
+  ratio to it is what the clock, actors and records cost.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+import pslab
+from pslab.data import Digits
+from pslab.model import evaluate, init_params, loss_and_grad
+from pslab.run import single_thread
+
+from .timing import measure, row
+
+WORKERS, BATCH, STEPS, LR, SEED, HIDDEN = 3, 32, 50, 0.5, 0, 32
+GOAL = 1.3  # pslab over the plain loop
+
+
+def pslab_run() -> pslab.Run:
+    return pslab.train(mode="sync", workers=WORKERS, batch=BATCH, steps=STEPS, lr=LR, seed=SEED,
+                       cluster=pslab.Cluster.free())
+
+
+def _batches(data: Digits) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    n = WORKERS * BATCH  # update t reads the t-th global batch, as pslab's data stream does
+    return [(data.x_train[torch.from_numpy(data.rows(t * n, n))],
+             data.y_train[torch.from_numpy(data.rows(t * n, n))]) for t in range(STEPS)]
+
+
+def plain_loop() -> dict[str, torch.Tensor]:
+    data = Digits.load(SEED)
+    p = init_params(data.features, HIDDEN, data.classes, SEED)
+    net = torch.nn.Sequential(torch.nn.Linear(64, HIDDEN), torch.nn.Tanh(),
+                              torch.nn.Linear(HIDDEN, 10))
+    with torch.no_grad():
+        for layer, (w, b) in zip((net[0], net[2]), (("W_h", "b_h"), ("W_o", "b_o"))):
+            layer.weight.copy_(p[w]), layer.bias.copy_(p[b])
+    opt = torch.optim.SGD(net.parameters(), lr=LR)
+    with single_thread():
+        for x, y in _batches(data):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            opt.step()
+    return {"W_h": net[0].weight.detach(), "b_h": net[0].bias.detach(),
+            "W_o": net[2].weight.detach(), "b_o": net[2].bias.detach()}
+
+
+def same_arithmetic() -> dict[str, torch.Tensor]:
+    data = Digits.load(SEED)
+    p = init_params(data.features, HIDDEN, data.classes, SEED)
+    with single_thread():
+        for t in range(STEPS):
+            grads = [loss_and_grad(p, *data.minibatch(t, i, 0, WORKERS, 1, BATCH))[1]
+                     for i in range(WORKERS)]
+            p = {n: p[n] - LR * (sum(g[n] for g in grads) / WORKERS) for n in p}
+            evaluate(p, data.x_train, data.y_train), evaluate(p, data.x_test, data.y_test)
+    return p
+
+
+def rows(quick: bool) -> list[dict[str, Any]]:
+    ours = pslab_run().weights
+    for name, fn in (("plain", plain_loop), ("same arithmetic", same_arithmetic)):
+        theirs = fn()
+        for n, w in ours.items():
+            torch.testing.assert_close(theirs[n], w, rtol=1e-4, atol=1e-5,
+                                       msg=f"{name} loop ends with other {n}")
+    repeat = 5 if quick else 20
+    t_ours = measure(pslab_run, repeat)
+    t_plain = measure(plain_loop, repeat)
+    t_same = measure(same_arithmetic, repeat)
+    label = f"sync {WORKERS}x{BATCH}, {STEPS} updates"
+    return [
+        row("numerics vs torch", f"pslab {label}", t_ours),
+        row("numerics vs torch", f"plain torch loop, batch {WORKERS * BATCH}", t_plain,
+            ratio=t_ours["median"] / t_plain["median"], goal=f"pslab/plain <= {GOAL}",
+            met=t_ours["median"] / t_plain["median"] <= GOAL),
+        row("numerics vs torch", "plain loop, pslab's arithmetic", t_same,
+            ratio=t_ours["median"] / t_same["median"], goal="what the simulation costs"),
+    ]
