@@ -21,7 +21,7 @@ from .worker import Worker
 
 _LAZY = {
     # submodules
-    "plot": ".plot", "quiz": ".quiz", "replay": ".replay", "widgets": ".widgets",
+    "plot": ".plot", "quiz": ".quiz", "replay": ".replay", "widgets": ".widgets", "nas": ".nas",
     # name -> the module that defines it
     "tikz": ".export", "Dashboard": ".widgets", "dashboard": ".widgets",
     "StalenessPlot": ".plot", "TimelinePlot": ".plot", "TrainingPlot": ".plot",
@@ -47,4 +47,4 @@ def __dir__() -> list[str]:
 __all__ = ["Cluster", "SSP", "Sync", "Async", "Policy", "Run", "train", "ParameterServer",
            "Record", "Span", "KINDS", "Worker", "plot", "replay", "tikz", "TimelinePlot",
            "TrainingPlot", "StalenessPlot", "plot_timeline", "compare", "plot_training",
-           "plot_staleness", "plot_dataflow", "quiz", "widgets", "Dashboard", "dashboard"]
+           "plot_staleness", "plot_dataflow", "quiz", "widgets", "Dashboard", "dashboard", "nas"]

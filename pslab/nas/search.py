@@ -1,0 +1,216 @@
+"""`pslab.nas.search`: figure 003 in one call — S server shards, K controller replicas, m
+child replicas each, R rounds on one virtual clock — and the `Search` result it returns.
+
+    result = pslab.nas.search(servers=2, controllers=3, children=2, rounds=10, seed=0)
+    result.timeline  # core Spans; `result.tier(span)` says servers / controllers / children
+    result.rewards   # (K, rounds): mean held-out accuracy of each replica's children
+    result.history   # every update of Θ, with its staleness
+    result.best      # the best architectures found
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from ..checks import integer, number, one_of
+from ..cluster import Cluster
+from ..data import dataset_size
+from ..layout import Layout, Params
+from ..run import single_thread
+from ..server import ParameterServer
+from ..timeline import Span
+from . import child, controller
+from .schedule import Sample, Tiers, Update
+from .space import Arch, Space, as_space, describe
+
+TIERS = ("servers", "controllers", "children")
+
+
+class Found(NamedTuple):
+    """A distinct architecture the search trained, with its accuracy and when it was found."""
+
+    arch: Arch
+    accuracy: float
+    round: int  # first round it was sampled in
+    times: int  # how often it was sampled
+
+    def __str__(self) -> str:
+        return f"{describe(self.arch)}: {self.accuracy:.1%}"
+
+
+@dataclass
+class Search:
+    """What a search (or the random-search baseline) leaves behind."""
+
+    config: dict[str, Any]
+    timeline: list[Span]
+    samples: list[Sample]
+    history: list[Update]
+    makespan: float
+    layout: Layout
+    theta: torch.Tensor | None  # the final Θ in server order (None: timing-only or random)
+    trained: int = 0  # children really trained in this call (the rest came from the cache)
+    gradients: list = field(default_factory=list, repr=False)
+
+    @property
+    def servers(self) -> int:
+        return self.layout.shards
+
+    @property
+    def controllers(self) -> int:
+        return self.config["controllers"]
+
+    @property
+    def children(self) -> int:
+        return self.config["children"]
+
+    @property
+    def rounds(self) -> int:
+        return self.config["rounds"]
+
+    @property
+    def method(self) -> str:
+        return self.config["method"]
+
+    @property
+    def shard_bytes(self) -> list[int]:
+        return [4 * self.layout.keys(s) for s in range(self.servers)]
+
+    @property
+    def rewards(self) -> np.ndarray:
+        """(controllers, rounds): mean held-out accuracy of each replica's m children."""
+        out = np.full((self.controllers, self.rounds), math.nan)
+        acc = np.zeros_like(out)
+        for s in self.samples:
+            acc[s.controller, s.round] += s.accuracy
+        done = {(s.controller, s.round) for s in self.samples}
+        for k, r in done:
+            out[k, r] = acc[k, r] / self.children
+        return out
+
+    @property
+    def curve(self) -> np.ndarray:
+        """Mean accuracy of all children sampled in each round (the learning curve)."""
+        return np.nanmean(self.rewards, axis=0) if self.samples else np.zeros(0)
+
+    @property
+    def best(self) -> list[Found]:
+        """Distinct architectures, best accuracy first (ties: found first)."""
+        seen: dict[Arch, Found] = {}
+        for s in sorted(self.samples, key=lambda s: (s.round, s.controller, s.child)):
+            f = seen.get(s.arch)
+            seen[s.arch] = Found(s.arch, s.accuracy, s.round, 1) if f is None else \
+                f._replace(times=f.times + 1)
+        if not self.config["numerics"]:
+            return []
+        return sorted(seen.values(), key=lambda f: (-f.accuracy, f.round))
+
+    @property
+    def staleness(self) -> list[int]:
+        return [u.staleness for u in self.history]
+
+    def tier(self, span: Span) -> str:
+        """'servers' (a shard's job: a pull, a push or an update), 'controllers' or 'children'.
+        A pull or push is both a controller's and a shard's; it is drawn on both rows."""
+        if span.worker is None:
+            return "servers"
+        return "controllers" if span.worker < self.controllers else "children"
+
+    def row_label(self, worker: int) -> str:
+        """'C2' for controller replica 2, 'C2.1' for its first child (1-based, as in 003)."""
+        if worker < self.controllers:
+            return f"C{worker + 1}"
+        k, j = divmod(worker - self.controllers, self.children)
+        return f"C{k + 1}.{j + 1}"
+
+    def policy(self) -> Params:
+        """Θ by decision (logits); the policy's probabilities are their softmax."""
+        theta = self.theta if self.theta is not None else torch.zeros(self.layout.size)
+        return self.layout.unflatten(theta)
+
+    def favourite(self) -> Arch:
+        """The child the final policy is most likely to sample."""
+        return controller.most_likely(self.policy(), self.config["space"])
+
+    def __repr__(self) -> str:
+        head = (f"Search({self.method}, S={self.servers}, K={self.controllers}, "
+                f"m={self.children}, {self.rounds} rounds: makespan {self.makespan:.4g} s")
+        if not self.config["numerics"]:
+            return head + ", timing only)"
+        c, b = self.curve, self.best[0]
+        return (head + f", mean accuracy {c[0]:.1%} (round 1) -> {c[-1]:.1%} (round "
+                f"{self.rounds}), best {b})")
+
+
+def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any, lr: Any,
+           mode: Any, numerics: Any, cluster: Any, space: Any, cube: Any, steps: Any,
+           batch: Any, child_lr: Any, decay: Any) -> dict[str, Any]:
+    """Every argument checked before any work: a ValueError names the first bad one."""
+    for name, flag in (("numerics", numerics), ("cube", cube)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True or False (got {flag!r})")
+    space = as_space(space)
+    keys = sum(n for (n,) in space.shapes.values())
+    cfg = dict(
+        servers=integer("servers", servers, high=keys), controllers=integer("controllers",
+                                                                            controllers),
+        children=integer("children", children), rounds=integer("rounds", rounds),
+        seed=integer("seed", seed, low=0), lr=number("lr", lr, positive=True),
+        mode=one_of("mode", mode, ("async", "sync")), numerics=numerics, space=space,
+        cube=cube, decay=number("decay", decay))
+    if cfg["decay"] >= 1:
+        raise ValueError(f"decay must be a number >= 0 and < 1 (got {decay!r})")
+    cluster = Cluster() if cluster is None else cluster
+    if not isinstance(cluster, Cluster):
+        raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
+    cluster.check(cfg["controllers"] * cfg["children"], cfg["rounds"])  # speeds: per child
+    cfg["cluster"] = cluster
+    cfg["budget"] = child.Budget(integer("steps", steps), integer("batch", batch,
+                                                                  high=dataset_size()),
+                                 number("child_lr", child_lr, positive=True))
+    return cfg
+
+
+def search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: int = 10,
+           seed: int = 0, lr: float = 2.0, mode: str = "async", numerics: bool = True,
+           cluster: Cluster | None = None, space: Space | dict | None = None,
+           cube: bool = True, steps: int = 150, batch: int = 32, child_lr: float = 0.1,
+           decay: float = 0.8) -> Search:
+    """Neural architecture search by REINFORCE on a parameter server (figure 003).
+
+    servers: S shards holding Θ by key range (1 to Θ's size). controllers: K replicas.
+    children: m child replicas per controller. rounds: batches per replica. seed: every random
+    choice. lr: the servers' step on Θ. mode: "async" (each push applied as it comes) or
+    "sync" (one averaged update per round, a barrier across replicas). numerics: False runs the
+    clock only (children are sampled from the initial, uniform policy; no training).
+    cluster: the timing model; a child takes steps × (compute_time / its speed) × its relative
+    FLOPs, `speeds` and `durations` are per child replica (K·m rows, one column per round).
+    space: what is searched (`pslab.nas.Space`). cube: reward R³ (the paper) or R.
+    steps, batch, child_lr: each child's training budget. decay: the baseline's EMA decay.
+    """
+    cfg = _check(servers, controllers, children, rounds, seed, lr, mode, numerics, cluster,
+                 space, cube, steps, batch, child_lr, decay)
+    return _run(cfg, method="reinforce", learn=True)
+
+
+def _run(cfg: dict[str, Any], method: str, learn: bool) -> Search:
+    space, budget = cfg["space"], cfg["budget"]
+    layout = Layout.key_range(space.shapes, cfg["servers"])
+    theta0 = {n: torch.zeros(shape) for n, shape in space.shapes.items()}  # uniform policy
+    numerics = cfg["numerics"]
+    server = ParameterServer(theta0 if numerics else None, layout, cfg["lr"],
+                             aggregate=cfg["controllers"] if cfg["mode"] == "sync" else 1)
+    tiers = Tiers(server, theta0, space, cfg["cluster"], cfg["controllers"], cfg["children"],
+                  cfg["rounds"], cfg["seed"], sync=cfg["mode"] == "sync", learn=learn,
+                  numerics=numerics, budget=budget, cube=cfg["cube"], decay=cfg["decay"])
+    before = child.stats["trained"]
+    with single_thread():
+        makespan = tiers.run()
+    makespan = max([makespan, *(s.end for s in tiers.timeline)])  # an update may end last
+    theta = server.flat() if numerics and learn else None
+    return Search(dict(cfg, method=method), tiers.timeline, tiers.samples, tiers.history,
+                  makespan, layout, theta, child.stats["trained"] - before, tiers.gradients)
