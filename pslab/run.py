@@ -16,6 +16,7 @@ from .checks import integer, number
 from .cluster import Cluster
 from .data import Digits, dataset_size
 from .layout import Layout
+from .limits import check_fits
 from .model import LAYERS, Params, evaluate, init_params, shapes
 from .modes import Policy, policy_for
 from .server import ParameterServer
@@ -139,7 +140,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     batch = integer("batch", batch, high=dataset_size())
     steps = integer("steps", steps)
     hidden = integer("hidden", hidden)
-    seed = integer("seed", seed, low=0)
+    seed = integer("seed", seed, low=0, high=2**64 - 1)  # what torch.Generator accepts
     for name, flag in (("numerics", numerics), ("progress", progress)):
         if not isinstance(flag, bool):
             raise ValueError(f"{name} must be True or False (got {flag!r})")
@@ -148,6 +149,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
         raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
     layout = make_layout(shards, hidden)
     cluster.check(workers, steps * accumulate)
+    check_fits(workers=workers, steps=steps, accumulate=accumulate, shards=layout.shards,
+               keys=layout.size, batch=batch, hidden=hidden, numerics=numerics,
+               updates=workers * steps // policy.aggregate(workers))
 
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
