@@ -33,3 +33,17 @@ def one_of(name: str, value: Any, allowed: tuple) -> Any:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))} (got {value!r})")
     return value
+
+
+def run_labels(labels: Any, count: int) -> list[str | None]:
+    """One label per run, or None for no labels: a list of another length would silently drop
+    or misname a run, so it is refused."""
+    if labels is None:
+        return [None] * count
+    if isinstance(labels, str) or not hasattr(labels, "__len__"):
+        raise ValueError(f"labels must be None or a list of {count} strings, one per run "
+                         f"(got {labels!r})")
+    if len(labels) != count:
+        raise ValueError(f"labels must give one label per run: {count} labels "
+                         f"(got {len(labels)}: {list(labels)!r})")
+    return [None if lab is None else str(lab) for lab in labels]

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
+from .checks import number, run_labels
 from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
 from .run import Run, as_runs
@@ -109,8 +110,11 @@ def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str 
     if palette not in PALETTES:
         raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
     runs = as_runs(run)
-    labels = list(labels) if labels is not None else [None] * len(runs)
+    labels = run_labels(labels, len(runs))
+    if column is not None and not isinstance(column, bool):
+        raise ValueError(f"column must be True, False or None (got {column!r})")
     column = palette == "accumulation" if column is None else column
+    width = number("width (cm)", width, positive=True)
     right = max(r.makespan for r in runs) or 1.0
     xs = width / right  # cm per virtual second
     body, y = [], 0.0

@@ -64,3 +64,14 @@ def test_exported_timeline_compiles(tmp_path):
     for name in ("fig000", "fig001"):
         out = compile_tex(tmp_path / f"{name}.tex", tmp_path / "out", svg=False)
         assert out["pdf"].stat().st_size > 1000
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(width="wide"), "width"), (dict(width=-5), "width"), (dict(width=float("inf")), "width"),
+    (dict(labels=["one"]), "labels"), (dict(labels="ab"), "labels"),
+    (dict(column="no"), "column")])
+def test_tikz_refuses_what_it_cannot_draw_by_name(kwargs, name):
+    run = pslab.train(steps=2, numerics=False)
+    with pytest.raises(ValueError, match=name):
+        pslab.tikz([run, run], **kwargs)
+    assert pslab.tikz([run, run], labels=["one", "two"]).count("node[anchor=west") >= 2
