@@ -19,6 +19,7 @@ from .layout import Layout
 from .limits import check_fits
 from .model import LAYERS, Params, evaluate, init_params, shapes
 from .modes import Policy, policy_for
+from .processes.options import check_options
 from .server import ParameterServer
 from .simulation import Record, Simulation, no_numbers
 from .timeline import Span, covered, total
@@ -120,7 +121,10 @@ def single_thread() -> Iterator[None]:
 def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
           batch: int = 32, steps: int = 50, shards: int | str = "layers", seed: int = 0,
           cluster: Cluster | None = None, numerics: bool = True, hidden: int = 32,
-          progress: bool = False) -> Run:
+          progress: bool = False, backend: str = "simulated", time_scale: float | None = None,
+          timeout: float | None = None, address: str | None = None,
+          start_method: str | None = None, kill: dict[int, int] | None = None,
+          hang: dict[int, int] | None = None) -> Run:
     """Train the digits MLP on a parameter server in virtual time.
 
     mode: "sync", "async" or pslab.SSP(s). workers: how many. accumulate: minibatches per push.
@@ -132,6 +136,12 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     hidden: width of the hidden layer. progress: show a progress bar (a notebook bar in Jupyter).
     Interrupting a run (Ctrl-C, or the notebook's stop button) returns what was computed so far,
     with `run.complete == False`.
+    backend: "simulated" (the virtual clock) or "processes": each shard and worker an OS
+    process on torch.distributed (gloo), timeline measured; it alone takes time_scale (real
+    seconds slept per virtual second of the cluster's durations, default 0.01), timeout
+    (seconds, default 10), address (default "127.0.0.1", loopback), start_method
+    ("forkserver" or "spawn"), kill / hang ({worker: step}: faults on purpose). See
+    docs/processes.md.
     """
     policy = policy_for(mode)
     workers = integer("workers", workers)
@@ -152,10 +162,18 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     check_fits(workers=workers, steps=steps, accumulate=accumulate, shards=layout.shards,
                keys=layout.size, batch=batch, hidden=hidden, numerics=numerics,
                updates=workers * steps // policy.aggregate(workers))
+    options = check_options(backend, workers, steps, time_scale=time_scale, timeout=timeout,
+                            address=address, start_method=start_method, kill=kill, hang=hang)
 
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
                   hidden=hidden)
+    if options is not None:  # real processes: pslab/processes/
+        if not numerics:
+            raise ValueError("numerics=False only applies to backend='simulated'")
+        from .processes.launcher import launch
+
+        return launch(policy, config, options, progress)
     shard_bytes = [BYTES_PER_VALUE * layout.keys(s) for s in range(layout.shards)]
     data = Digits.load(seed) if numerics else None
     params = init_params(data.features, hidden, data.classes, seed) if data else None

@@ -1,0 +1,119 @@
+"""The life of one process: guard against orphans, join the group, play a role, report.
+
+Facts this rests on (shared/notes/processes-and-nas.md, B3): Jupyter's stop button sends SIGINT
+to the whole process group, and a process blocked inside a C++ gloo wait never runs Python's
+SIGINT handler, so we restore the default action (die at once). A forkserver child's parent is
+the forkserver, not the kernel, so if the kernel is killed outright nothing tells the child:
+a watchdog thread waits on the launcher's pid and ends the process when it goes.
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import threading
+import time
+from datetime import timedelta
+from typing import Any, Callable, NamedTuple
+
+import torch
+import torch.distributed as dist
+
+from .job import Job
+from .report import Report
+
+
+class Meeting(NamedTuple):
+    """Where the processes meet: the launcher's TCPStore (None under torchrun: env://)."""
+
+    host: str
+    port: int
+
+
+def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
+         launcher: int | None = None) -> None:
+    """Entry point of every process (a module-level function, so spawn/forkserver can find it).
+    sink: the pipe to the launcher, or under torchrun the path of this rank's report file."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if launcher is not None:
+        watch(launcher)
+        quiet()
+    torch.set_num_threads(1)  # 2 cores, many processes: one thread each (PyTorch's advice)
+    role, index = job.role(rank)
+    report = Report(path=sink) if isinstance(sink, (str, os.PathLike)) else Report(conn=sink)
+    try:
+        clock = join(job, rank, meeting)
+        report("ready", dict(rank=rank, pid=os.getpid(), role=role, index=index))
+        if role == "shard":
+            from .shard import Shard
+            Shard(job, index, report, clock).run()
+        else:
+            from .remote import run_worker
+            run_worker(job, index, report, clock)
+        report("done", dict(rank=rank))
+    except BaseException as e:  # say why before going: the launcher shows it to the user
+        report("error", dict(rank=rank, role=role, index=index,
+                             message=f"{type(e).__name__}: {e}"))
+        raise SystemExit(1)
+    finally:
+        report.close()
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def join(job: Job, rank: int, meeting: Meeting | None) -> Callable[[], float]:
+    """Join the gloo group and agree on time zero; returns the clock (seconds since then)."""
+    # gloo's own timeout a little longer than the shards' waits, so that a shard, which knows
+    # whose push is missing, speaks first
+    timeout = timedelta(seconds=job.options.timeout + 2)
+    if job.options.loopback:
+        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo binds the hostname's address otherwise
+    os.environ["TORCH_GLOO_LAZY_INIT"] = "1"  # a star needs W+S pairs, not a full mesh
+    if meeting is None:  # torchrun: RANK, WORLD_SIZE, MASTER_ADDR/PORT in the environment
+        dist.init_process_group("gloo", timeout=timeout)
+    else:
+        store = dist.TCPStore(meeting.host, meeting.port, is_master=False, timeout=timeout)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=job.world,
+                                timeout=timeout)
+    # Wall-clock time zero from rank 0: on one host every process reads the same clock; across
+    # hosts time.time() is the one NTP keeps in step (perf_counter's origin is per machine).
+    zero = torch.tensor([time.time()], dtype=torch.float64)
+    dist.broadcast(zero, src=0)
+    t0 = zero.item()
+    return lambda: time.time() - t0
+
+
+def quiet() -> None:
+    """Send this process's own output (gloo's C++ warnings, a dying thread's traceback) to
+    /dev/null: a notebook kernel shows its children's output in whatever cell runs, and every
+    error that matters reaches the launcher as a report. PSLAB_PROCESS_OUTPUT=1 keeps it."""
+    if os.environ.get("PSLAB_PROCESS_OUTPUT") == "1":
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+
+
+def watch(pid: int) -> None:
+    """End this process when process `pid` (the launcher) ends, however it ends."""
+    def wait() -> None:
+        try:
+            fd = os.pidfd_open(pid)
+            select.select([fd], [], [])
+        except (AttributeError, OSError):  # no pidfd (old kernel, macOS): poll instead
+            while _alive(pid):
+                time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=wait, daemon=True, name="pslab-watchdog").start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True

@@ -1,0 +1,213 @@
+"""Start the processes of a run from Python (a notebook kernel), watch them, always clean up.
+
+The launcher owns the meeting point (a TCPStore on a free port it picks, port 0), starts S + W
+processes flat (forkserver with torch preloaded: fast, and safe after torch already ran in the
+kernel, where fork can deadlock), and reads each one's reports from its own pipe as they come.
+It decides what a death means: a shard's always stops the run; a worker's stops a mode that
+waits for every worker (sync) and is survived by the others (async, SSP). Every wait has a
+timeout, and a `finally` kills whatever is still running, so no process outlives the call.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import warnings
+from datetime import timedelta
+from multiprocessing.connection import wait
+from typing import Any
+
+import torch.distributed as dist
+
+from ..modes import Policy
+from ..run import Run
+from .child import Meeting, main
+from .job import Job, make_job
+from .measured import assemble
+from .options import Options
+
+
+class ProcessFailure(RuntimeError):
+    """The run stopped because a process died or stopped answering. `run` holds what was
+    measured until then (a partial Run, `run.complete == False`)."""
+
+    def __init__(self, message: str, run: Run | None = None):
+        super().__init__(message)
+        self.run = run
+
+
+def launch(policy: Policy, config: dict[str, Any], options: Options,
+           progress: bool = False) -> Run:
+    """Run train's validated `config` on real processes (see pslab.train, backend="processes")."""
+    return Launch(make_job(policy, config, options), progress).run()
+
+
+class Launch:
+    def __init__(self, job: Job, progress: bool = False):
+        self.job = job
+        self.spans: list = []
+        self.updates: list[dict] = []
+        self.ready: dict[int, dict] = {}
+        self.errors: dict[int, str] = {}
+        self.done: set[int] = set()
+        self.reaped: set[int] = set()  # processes whose exit was looked at
+        self.failures: list[str] = []  # workers lost in a mode that goes on without them
+        self.procs: list[mp.Process] = []
+        self.pipes: dict[int, Any] = {}
+        self.bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            policy, w = job.policy, job.workers
+            total = job.steps * (1 if policy.aggregate(w) == w else w) * job.num_shards
+            self.bar = tqdm(total=total, desc=f"{policy.name} on processes", unit="update")
+
+    def run(self) -> Run:
+        store, started = None, time.perf_counter()
+        try:
+            store = dist.TCPStore(self.job.options.address, 0, is_master=True,
+                                  wait_for_workers=False,
+                                  timeout=timedelta(seconds=self.job.options.timeout))
+            self.start(Meeting(self.job.options.address, store.port))
+            self.watch(started)
+            return self.result(True)
+        except KeyboardInterrupt:  # the stop button: keep what was measured
+            run = self.result(False)
+            warnings.warn(f"run interrupted after {run.updates} updates: returning the partial "
+                          f"run; every process was stopped", stacklevel=3)
+            return run
+        except ProcessFailure as e:
+            e.run = self.result(False)
+            raise
+        finally:
+            self.stop()
+            if self.bar is not None:
+                self.bar.close()
+            del store
+
+    def start(self, meeting: Meeting) -> None:
+        ctx = mp.get_context(self.job.options.start_method)
+        if self.job.options.start_method == "forkserver":
+            ctx.set_forkserver_preload(["pslab.processes.preload"])
+        for rank in range(self.job.world):
+            reader, writer = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=main, args=(self.job, rank, meeting, writer, os.getpid()),
+                            name=f"pslab-{'-'.join(map(str, self.job.role(rank)))}", daemon=True)
+            p.start()
+            writer.close()
+            self.procs.append(p)
+            self.pipes[rank] = reader
+
+    def watch(self, started: float) -> None:
+        """Read reports until every process is done; decide what each exit means."""
+        timeout = self.job.options.timeout
+        patience = 2 * timeout + 3  # the processes' own timeouts fire first, with clearer words
+        heard = time.perf_counter()
+        shards = range(self.job.num_shards)
+        while len(self.reaped) < len(self.procs):
+            sentinels = {p.sentinel: r for r, p in enumerate(self.procs) if r not in self.reaped}
+            for ready in wait(list(self.pipes.values()) + list(sentinels), timeout=0.2):
+                if ready in sentinels:
+                    self.exited(sentinels[ready])
+                else:
+                    self.read(next(r for r, c in self.pipes.items() if c is ready))
+                heard = time.perf_counter()
+            if len(self.ready) == self.job.world and "startup_s" not in self.__dict__:
+                self.startup_s = time.perf_counter() - started
+            if all(r in self.done for r in shards):  # the server is finished: so is the run
+                self.stragglers(time.perf_counter() + 1.0)
+            if time.perf_counter() - heard > patience:
+                raise ProcessFailure(f"no process reported anything for {patience:g} s "
+                                     f"(timeout={timeout:g}): stopped the run")
+
+    def read(self, rank: int) -> None:
+        conn = self.pipes[rank]
+        try:
+            while conn.poll():
+                kind, payload = conn.recv()
+                self.handle(rank, kind, payload)
+        except (EOFError, OSError):  # the process is gone (what it sent before is kept)
+            conn.close()
+            del self.pipes[rank]
+
+    def handle(self, rank: int, kind: str, payload: Any) -> None:
+        if kind == "spans":
+            self.spans.extend(payload)
+        elif kind == "update":
+            self.updates.append(payload)
+            if self.bar is not None:
+                self.bar.update(1)
+        elif kind == "ready":
+            self.ready[rank] = payload
+        elif kind == "error":
+            self.errors[rank] = payload["message"]
+        elif kind == "done":
+            self.done.add(rank)
+
+    def exited(self, rank: int) -> None:
+        p = self.procs[rank]
+        p.join(0.5)
+        self.reaped.add(rank)
+        if rank in self.pipes:
+            self.read(rank)
+        if p.exitcode == 0:
+            return
+        role, index = self.job.role(rank)
+        how = (f"was killed by signal {signal.Signals(-p.exitcode).name}" if p.exitcode < 0
+               else f"exited with code {p.exitcode}")
+        policy, name = self.job.policy, self.job.policy.name
+        if rank in self.errors:  # it said why; a shard's words name the worker at fault
+            self.listen(0.5)
+            first = min(self.errors)  # ranks 0..S-1 are the shards
+            raise ProcessFailure(f"{name} run stopped: {self.errors[first]}")
+        done = len({s.step for s in self.spans if s.worker == index and s.kind == "compute"})
+        where = f"{role} {index} (pid {p.pid}) {how} after {done} steps" if role == "worker" \
+            else f"{role} {index} (pid {p.pid}) {how}"
+        if role == "worker" and not policy.waits_for_update \
+                and policy.aggregate(self.job.workers) == 1:
+            self.failures.append(f"{where}; the others went on")
+            return
+        what = (f"{name} waits for every worker" if role == "worker"
+                else "the server lost part of its parameters")
+        raise ProcessFailure(f"{where}. {what[0].upper()}{what[1:]}, so the run stopped; the "
+                             f"partial run is this error's .run")
+
+    def listen(self, seconds: float) -> None:
+        """Read whatever the processes still say for a moment (other errors, last spans)."""
+        end = time.perf_counter() + seconds
+        while self.pipes and time.perf_counter() < end:
+            for ready in wait(list(self.pipes.values()), timeout=end - time.perf_counter()):
+                self.read(next(r for r, c in self.pipes.items() if c is ready))
+
+    def stragglers(self, deadline: float) -> None:
+        """After the server is done, a worker still running is hung: give it a moment, then
+        stop it and say so."""
+        while time.perf_counter() < deadline and any(p.exitcode is None for p in self.procs):
+            time.sleep(0.02)
+        for rank, p in enumerate(self.procs):
+            if p.exitcode is None:
+                p.kill()
+                p.join(1.0)
+                self.reaped.add(rank)
+                self.failures.append(f"worker {self.job.role(rank)[1]} (pid {p.pid}) stopped "
+                                     f"answering; the others finished without it")
+
+    def stop(self) -> None:
+        """Kill what still runs (what it measured has already arrived) and reap everything."""
+        for p in self.procs:
+            if p.exitcode is None:
+                p.kill()
+        for p in self.procs:
+            p.join(2.0)
+        for conn in self.pipes.values():
+            conn.close()
+        self.pipes.clear()
+
+    def result(self, complete: bool) -> Run:
+        for rank in list(self.pipes):
+            self.read(rank)
+        extra = dict(pids=[p.pid for p in self.procs], failures=list(self.failures),
+                     startup_s=getattr(self, "startup_s", None))
+        return assemble(self.job, self.spans, self.updates, complete and not self.failures,
+                        extra)

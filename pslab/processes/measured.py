@@ -1,0 +1,91 @@
+"""Measured reports -> a `Run`: the same timeline, history and weights as a simulated run.
+
+Processes report spans with real seconds since time zero. Workers report their compute blocks;
+shards report the transfers on their links (fetch, push) and their updates, with the new keys
+of each update. The idle blocks are what a worker's own timeline leaves uncovered. Each history
+record is the model the server held when an update (sync: a round; async: one push) was on every
+shard, scored as the simulation scores it.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from typing import Any
+
+import torch
+
+from ..data import Digits
+from ..model import evaluate, init_params
+from ..run import BYTES_PER_VALUE, Run
+from ..simulation import Record
+from ..timeline import Span, gaps
+from .job import Job
+
+
+def assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complete: bool,
+             extra: dict[str, Any]) -> Run:
+    layout = job.layout()
+    timeline = sorted(spans + idle_spans(spans, job.workers), key=lambda s: (s.start, s.end))
+    start = layout.split(layout.flatten(init_params(64, job.hidden, 10, job.seed)))
+    data = Digits.load(job.seed)
+    history = []
+    for r in records(updates, start):
+        weights = layout.unflatten(torch.cat(r["held"]))
+        loss, _ = evaluate(weights, data.x_train, data.y_train)
+        accuracy = evaluate(weights, data.x_test, data.y_test)[1]
+        history.append(Record(r["time"], loss, accuracy, r["staleness"], len(history) + 1,
+                              r["worker"], r["step"]))
+    final = list(start)
+    for u in sorted(updates, key=lambda u: u["version"]):
+        final[u["shard"]] = u["keys"]
+    makespan = max((s.end for s in timeline), default=0.0)
+    groups = [layout.names_in(s) for s in range(layout.shards)]
+    shard_bytes = [BYTES_PER_VALUE * layout.keys(s) for s in range(layout.shards)]
+    return Run({**job.config(), **extra}, timeline, history, layout.unflatten(torch.cat(final)),
+               makespan, groups, shard_bytes, complete=complete, layout=layout)
+
+
+def idle_spans(spans: list[Span], workers: int) -> list[Span]:
+    """Each worker's waits: the gaps between its compute blocks and its transfers."""
+    own = defaultdict(list)
+    for s in spans:
+        if s.worker is not None:
+            own[s.worker].append(s)
+    out = []
+    for w in range(workers):
+        mine = sorted(own[w], key=lambda s: s.start)
+        if not mine:
+            continue
+        for a, b in gaps([(s.start, s.end) for s in mine], mine[0].start, mine[-1].end):
+            step = next((s.step for s in mine if s.start >= b), mine[-1].step)
+            out.append(Span(w, None, "idle", a, b, step))
+    return out
+
+
+def records(updates: list[dict[str, Any]], start: list[torch.Tensor]) -> list[dict[str, Any]]:
+    """One record per update that reached every shard, in time order, with the keys the shards
+    held then: per push when each push is an update (async, SSP), per round otherwise (sync,
+    matched by the shards' version)."""
+    shards = len(start)
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    timelines: list[list[dict]] = [[] for _ in range(shards)]
+    for u in updates:
+        key = (u["worker"], u["step"]) if u["worker"] is not None else (None, u["version"])
+        groups[key].append(u)
+        timelines[u["shard"]].append(u)
+    for t in timelines:
+        t.sort(key=lambda u: u["time"])
+    times = [[u["time"] for u in t] for t in timelines]
+    out = []
+    for (worker, _), parts in groups.items():
+        if len(parts) < shards:  # the run stopped before this update reached every shard
+            continue
+        when = max(p["time"] for p in parts)
+        if worker is None:  # a round: exactly the keys it made
+            held = [p["keys"] for p in sorted(parts, key=lambda p: p["shard"])]
+        else:  # a push: whatever each shard held by then (others' pushes race with it)
+            held = [timelines[s][bisect_right(times[s], when) - 1]["keys"]
+                    for s in range(shards)]
+        out.append(dict(time=when, worker=worker, step=parts[0]["step"], held=held,
+                        staleness=max(p["staleness"] for p in parts)))
+    return sorted(out, key=lambda r: r["time"])

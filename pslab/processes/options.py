@@ -1,0 +1,79 @@
+"""The settings only the process backend has, checked before any process starts.
+
+`train(..., backend="processes")` hands these to `check_options`, which raises one clear
+ValueError naming the bad setting (an address that is not an address, a negative timeout, ...)
+or returns them as an `Options`. It imports nothing heavy, so `import pslab` stays fast.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..checks import integer, number, one_of
+
+LOOPBACK = "127.0.0.1"  # the literal, never "localhost": c10d may try IPv6 for a name
+START_METHODS = ("forkserver", "spawn")
+DEFAULTS = dict(time_scale=0.01, timeout=10.0, address=LOOPBACK, start_method="forkserver",
+                kill=None, hang=None)
+
+
+@dataclass(frozen=True)
+class Options:
+    """time_scale: real seconds a worker sleeps per virtual second of the timing model (0: no
+    sleeping, raw speed). timeout: seconds without any sign of progress before the run stops
+    with an error (gloo's own default is 30 minutes). address: the IPv4/IPv6 address the
+    processes meet on (loopback unless asked). start_method: how processes start.
+    kill / hang: {worker: step}: that worker process kills itself (SIGKILL) / stops responding
+    when it reaches that step, to see what each mode does with a fault."""
+
+    time_scale: float = DEFAULTS["time_scale"]
+    timeout: float = DEFAULTS["timeout"]
+    address: str = LOOPBACK
+    start_method: str = "forkserver"
+    kill: dict[int, int] = field(default_factory=dict)
+    hang: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def loopback(self) -> bool:
+        return ipaddress.ip_address(self.address).is_loopback
+
+
+def check_options(backend: str, workers: int, steps: int, **given: Any) -> Options | None:
+    """Options for `backend` ("simulated": None; process-only settings are then refused)."""
+    one_of("backend", backend, ("simulated", "processes"))
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown process option(s) {', '.join(unknown)}; allowed: "
+                         f"{', '.join(DEFAULTS)}")
+    if backend == "simulated":
+        used = [k for k, v in given.items() if v is not None]
+        if used:
+            raise ValueError(f"{', '.join(used)} only apply to backend='processes' "
+                             f"(got backend='simulated')")
+        return None
+    v = {k: (DEFAULTS[k] if given.get(k) is None else given[k]) for k in DEFAULTS}
+    return Options(time_scale=number("time_scale", v["time_scale"]),
+                   timeout=number("timeout", v["timeout"], positive=True),
+                   address=_address(v["address"]),
+                   start_method=one_of("start_method", v["start_method"], START_METHODS),
+                   kill=_faults("kill", v["kill"], workers, steps),
+                   hang=_faults("hang", v["hang"], workers, steps))
+
+
+def _address(value: Any) -> str:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"address must be an IP address such as '127.0.0.1' (loopback, the "
+                         f"default) or this machine's address on a network (got {value!r})"
+                         ) from None
+
+
+def _faults(name: str, value: Any, workers: int, steps: int) -> dict[int, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a dict {{worker: step}} (got {value!r})")
+    return {integer(f"{name} worker", w, low=0, high=workers - 1):
+            integer(f"{name} step", s, low=0, high=steps - 1) for w, s in value.items()}

@@ -1,0 +1,88 @@
+"""A worker as a process (figure 000's "Processor i on GPU i") and the server as it sees it.
+
+`RemoteServer` has the server's interface, `pull(shard)` and `push(shard, grad)`, carried over
+gloo point-to-point to the shard processes, so the core's `pslab.Worker` runs unchanged on top
+of it: fetch every shard, compute, push every shard. The worker sleeps the timing model's
+compute time (scaled to real seconds) before the real arithmetic, so a straggler in the
+`Cluster` is a real straggler here, on a machine where the arithmetic itself takes microseconds.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+
+from ..data import Digits
+from ..timeline import Span
+from ..worker import Worker
+from .job import Job
+from .protocol import LAST, PULL, PUSH, header, message, pack, payload
+from .report import Report
+
+
+class RemoteServer:
+    """pull and push over the wire. A push is answered with the next weights (protocol.py), so
+    `pull` only asks explicitly for the very first fetch."""
+
+    def __init__(self, job: Job, layout):
+        self.buffers = [message(layout.keys(s)) for s in range(job.num_shards)]
+        self.asked = [False] * job.num_shards  # an answer is on its way for this shard
+        self.fetched = [0] * job.num_shards  # version of the keys last pulled
+        self.step, self.last = 0, False
+
+    def pull(self, shard: int) -> tuple[int, torch.Tensor]:
+        buf = self.buffers[shard]
+        if not self.asked[shard]:
+            dist.send(pack(buf, PULL, self.step, 0), dst=shard)
+        dist.recv(buf, src=shard)
+        self.asked[shard] = False
+        self.fetched[shard] = header(buf).version
+        return self.fetched[shard], payload(buf)
+
+    def push(self, shard: int, grad: torch.Tensor) -> bool:
+        """Send the gradient slice; False: whether it completed an update is the shard's to
+        say (it reports every update it applies)."""
+        kind = LAST if self.last else PUSH
+        dist.send(pack(self.buffers[shard], kind, self.step, self.fetched[shard], grad.cpu()),
+                  dst=shard)
+        self.asked[shard] = not self.last
+        return False
+
+
+def run_worker(job: Job, w: int, report: Report, now: Callable[[], float]) -> None:
+    layout = job.layout()
+    worker = Worker(w, Digits.load(job.seed), job.workers, job.accumulate, job.batch,
+                    layout=layout)  # device: cuda:w when GPUs exist, else the CPU
+    server = RemoteServer(job, layout)
+    scale, k = job.options.time_scale, job.accumulate
+    for step in range(job.steps):
+        fault(job, w, step)
+        server.step = step
+        for s in range(job.num_shards):
+            worker.fetch(server, s)
+        spans, t = [], now()
+        for micro in range(k):
+            seconds = job.durations[w][step * k + micro] * scale
+            if seconds:
+                time.sleep(seconds)
+            spans.append(Span(w, None, "compute", t, now(), step, micro))
+            t = spans[-1].end
+        worker.compute(step)  # the real arithmetic, inside the last minibatch's block
+        spans[-1] = spans[-1]._replace(end=now())
+        report("spans", spans)
+        server.last = step == job.steps - 1
+        for s in range(job.num_shards):
+            worker.push(server, s)
+
+
+def fault(job: Job, w: int, step: int) -> None:
+    """The faults asked for on purpose: die at once, or stop answering (until killed)."""
+    if job.options.kill.get(w) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if job.options.hang.get(w) == step:
+        while True:
+            time.sleep(3600)

@@ -1,0 +1,53 @@
+"""How a process tells the launcher what it did: small messages, sent as they happen.
+
+Each process sends `(kind, payload)` pairs: "ready" (joined the group), "spans" (a list of
+timeline spans), "update" (one shard update, with the shard's new keys), "error" (why it is
+about to stop) and "done". Sent as they happen, so when a process dies or the run is stopped
+nothing already measured is lost. From a notebook they go down one pipe per process (a pipe has
+no lock to leave held by a killed process, unlike a queue); under torchrun, to one file per rank.
+"""
+from __future__ import annotations
+
+import pickle
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+
+class Report:
+    """Thread-safe sender (a shard's threads share one)."""
+
+    def __init__(self, conn: Any = None, path: str | Path | None = None):
+        self._conn = conn
+        self._file = open(path, "ab") if path is not None else None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __call__(self, kind: str, payload: Any = None) -> None:
+        with self._lock:
+            if self._closed:  # a thread still talking as its process ends: nobody listens
+                return
+            if self._conn is not None:
+                self._conn.send((kind, payload))
+            else:
+                pickle.dump((kind, payload), self._file)
+                self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+            if self._file is not None:
+                self._file.close()
+
+
+def read_file(path: str | Path) -> Iterator[tuple[str, Any]]:
+    """The messages of one rank's file, up to the last complete one (a killed rank may have
+    left half a message at the end)."""
+    with open(path, "rb") as f:
+        while True:
+            try:
+                yield pickle.load(f)
+            except (EOFError, pickle.UnpicklingError):
+                return

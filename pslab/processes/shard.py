@@ -1,0 +1,164 @@
+"""A server shard as a process (figure 000's "Parameter Server Shard i"), serving its workers.
+
+The arithmetic is the core's: this process holds a `pslab.ParameterServer` and uses only its
+own shard's `pull` and `push`. One thread per worker (blocking point-to-point recv from that
+worker: unlike an any-source recv it notices at once when the worker dies), one lock for the
+server state, and one lock for the shard's link, held for the timing model's transfer and update
+durations (scaled to real seconds): the link serves one job at a time, as `Resource` does on
+the virtual clock. When a worker may go on is the mode's call (`Policy`): after its push, a
+worker gets the weights of its next step once the policy lets it start that step.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Callable
+
+import torch.distributed as dist
+
+from ..model import init_params
+from ..server import ParameterServer
+from ..timeline import Span
+from .job import Job
+from .protocol import LAST, PULL, REPLY, header, message, pack, payload
+from .report import Report
+
+
+class Stuck(RuntimeError):
+    pass
+
+
+class Shard:
+    def __init__(self, job: Job, index: int, report: Report, clock: Callable[[], float]):
+        self.job, self.index, self.report, self.now = job, index, report, clock
+        layout = job.layout()
+        params = init_params(64, job.hidden, 10, job.seed)  # the digits: 64 pixels, 10 classes
+        self.server = ParameterServer(params, layout, job.lr,
+                                      aggregate=job.policy.aggregate(job.workers))
+        self.keys = layout.keys(index)
+        self.state = threading.Condition()  # guards the server and the counters below
+        self.link = threading.Lock()  # one transfer or update at a time
+        self.pushed = [0] * job.workers  # pushes received per worker (SSP's clock)
+        self.alive = set(range(job.workers))
+        self.received = 0  # pushes handed to the server so far
+        self.applied_upto = 0  # ... of which this many are in an applied update
+        self.turn = [0] * job.steps  # sync: how many of step t's pushes went in, in clock order
+        self.round_stale = 0  # largest staleness among the pushes of the update being built
+        self.errors: list[str] = []
+        self.arrived = [0] * job.workers  # pushes that reached the shard, per worker
+        self.finished = 0  # worker threads that are done
+
+    def run(self) -> None:
+        threads = [threading.Thread(target=self.serve, args=(w,), daemon=True)
+                   for w in range(self.job.workers)]
+        for t in threads:
+            t.start()
+        with self.state:  # not join(): a thread may sit in a recv from a hung worker
+            self.state.wait_for(lambda: self.errors or self.finished == len(threads))
+        if self.errors:
+            raise Stuck("; ".join(self.errors))
+
+    # --- one worker's conversation ------------------------------------------------------
+    def serve(self, w: int) -> None:
+        rank = self.job.num_shards + w
+        buf = message(self.keys)
+        try:
+            while True:
+                dist.recv(buf, src=rank)
+                kind, step, version = header(buf)
+                if kind == PULL:
+                    self.reply(w, rank, 0, buf)
+                    continue
+                seq = self.take(w, step, version, payload(buf))
+                if kind == LAST:
+                    return
+                self.wait_to_start(w, step + 1, seq)
+                self.reply(w, rank, step + 1, buf)
+        except RuntimeError as e:  # gloo: the worker died, or stayed silent past the timeout
+            self.lose(w, e)
+        finally:
+            with self.state:
+                self.finished += 1
+                self.state.notify_all()
+
+    def take(self, w: int, step: int, version: int, grad) -> int:
+        """The push arrives over the link, then goes to the server (in clock order for sync)."""
+        a, b = self.hold_link(self.job.transfer[self.index])
+        self.report("spans", [Span(w, self.index, "push", a, b, step)])
+        self.arrived[w] = step + 1
+        order = self.job.order
+        with self.state:
+            if order is not None:  # sync: add the round's gradients as the simulation does
+                self.wait(lambda: order[step][self.turn[step]] == w,
+                          f"worker {w}'s push of step {step} waited for the workers before it")
+                self.turn[step] += 1
+            lag = self.server.versions[self.index] - version
+            self.round_stale = max(self.round_stale, lag)
+            self.received += 1
+            seq = self.received
+            applied = self.server.push(self.index, grad)
+            self.pushed[w] = step + 1
+            stale, self.round_stale = (self.round_stale, 0) if applied else (0, self.round_stale)
+            new_version, keys = self.server.pull(self.index)
+            self.state.notify_all()
+        if applied:  # the update's time on the shard, then the waiting workers may go on
+            u0, u1 = self.hold_link(self.job.update[self.index])
+            self.report("spans", [Span(None, self.index, "update", u0, u1, step)])
+            self.report("update", dict(shard=self.index, version=new_version, start=u0, time=u1,
+                                       staleness=stale, step=step, keys=keys,
+                                       worker=w if self.server.aggregate == 1 else None))
+            with self.state:
+                self.applied_upto = max(self.applied_upto, seq)
+                self.state.notify_all()
+        return seq
+
+    def wait_to_start(self, w: int, step: int, seq: int) -> None:
+        """Hold worker w's answer until the mode lets it start `step`."""
+        policy = self.job.policy
+
+        def may_go() -> bool:
+            if policy.waits_for_update and self.applied_upto < seq:
+                return False
+            slowest = min((self.pushed[v] for v in self.alive), default=math.inf)
+            return policy.may_start(step, slowest)
+
+        with self.state:
+            self.wait(may_go, f"worker {w} waited to start step {step}")
+
+    def reply(self, w: int, rank: int, step: int, buf) -> None:
+        """Answer with the shard's weights: this is the worker's fetch."""
+        a, _ = self.hold_link(self.job.transfer[self.index])
+        with self.state:
+            version, keys = self.server.pull(self.index)
+        dist.send(pack(buf, REPLY, step, version, keys), dst=rank)  # returns once received
+        self.report("spans", [Span(w, self.index, "fetch", a, self.now(), step)])
+
+    # --- helpers -------------------------------------------------------------------------
+    def hold_link(self, virtual_seconds: float) -> tuple[float, float]:
+        """Occupy the link for the timing model's duration, scaled to real seconds."""
+        with self.link:
+            a = self.now()
+            if virtual_seconds and self.job.options.time_scale:
+                time.sleep(virtual_seconds * self.job.options.time_scale)
+            return a, self.now()
+
+    def wait(self, ready: Callable[[], bool], what: str) -> None:
+        """Wait (holding self.state) until ready(); a timeout is an error, never a hang."""
+        timeout = self.job.options.timeout
+        if not self.state.wait_for(lambda: ready() or bool(self.errors), timeout=timeout):
+            behind = min(self.arrived)
+            late = [v for v, n in enumerate(self.arrived) if n == behind]
+            raise Stuck(f"shard {self.index}: {what} for {timeout:g} s; no push of step "
+                        f"{behind} came from worker {', '.join(map(str, late))} (dead or hung)")
+        if self.errors:
+            raise Stuck(self.errors[0])
+
+    def lose(self, w: int, error: Exception) -> None:
+        """Worker w is gone. Async modes go on without it; a sync round cannot complete."""
+        with self.state:
+            self.alive.discard(w)
+            if isinstance(error, Stuck) or self.job.policy.waits_for_update:
+                self.errors.append(str(error) if isinstance(error, Stuck) else
+                                   f"shard {self.index}: lost worker {w} ({error})")
+            self.state.notify_all()
