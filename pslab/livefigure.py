@@ -49,6 +49,14 @@ def png_bytes(canvas: FigureCanvasAgg) -> bytes:
     return out.getvalue()
 
 
+def readable(ax: Any, size: float) -> None:
+    """Tick labels and axis labels at `size` points: a projector's back row reads 11 pt at
+    80 dpi (about 12 px); set on the axes, so ticks made later keep it."""
+    ax.tick_params(labelsize=size)
+    ax.xaxis.label.set_fontsize(size)
+    ax.yaxis.label.set_fontsize(size)
+
+
 class LiveFigure:
     """One reused matplotlib figure (Agg) that renders to PNG, redrawing only what moved.
 
@@ -66,11 +74,14 @@ class LiveFigure:
     """
 
     def __init__(self, figsize: tuple[float, float], margins: dict[str, float], dpi: int = DPI,
-                 memory: int = 16):
+                 memory: int = 16, ncols: int = 1, font: float = 11):
         self.figure = Figure(figsize=figsize, dpi=dpi)
         FigureCanvasAgg(self.figure)
         self.figure.subplots_adjust(**margins)
-        self.ax = self.figure.add_subplot()
+        self.axes = [self.figure.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+        self.ax = self.axes[0]
+        for ax in self.axes:
+            readable(ax, font)
         self._cache: list[Any] = [None, None, None]  # bitmap after layer 0, 1, 2
         self._keys: list[tuple | None] = [None, None, None]
         self._done: OrderedDict[tuple, Any] = OrderedDict()  # layers 0-2 by their keys

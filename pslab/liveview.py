@@ -8,9 +8,11 @@ steps), so this module does three things and nothing else:
 - `LiveFigure` (pslab.livefigure) is ONE reused Agg figure per plot that renders to PNG bytes
   by blitting: frame, axes and legend are cached bitmaps, and a change redraws only the artists
   the `pslab.plot` objects move (blocks, bars, lines) unless limits or tick labels change;
-- `View` keeps the three live plots (timeline, loss-vs-time, staleness) and a small cache of
-  runs: a slider drag runs timing-only (`numerics=False`, a few ms) and updates the timeline and
-  staleness; the loss curve needs the arithmetic and is brought up to date by `View.settle`.
+- `View` keeps the three live plots (timeline, loss and accuracy against time, and a side panel:
+  the staleness histogram, or in sync mode, where staleness is always 0, each worker's split of
+  compute, transfer and idle time) and a small cache of runs: a slider drag runs timing-only
+  (`numerics=False`, a few ms) and updates the timeline and side panel; the loss curve needs
+  the arithmetic and is brought up to date by `View.settle`.
 
 `pslab.widgets.Dashboard` puts ipywidgets in front of a `View`; tests and the benchmark drive a
 `View` (or a Dashboard) headlessly.
@@ -28,6 +30,7 @@ from PIL import Image
 
 from .checks import integer, number, one_of
 from .cluster import Cluster
+from .busy_plot import BusyPlot
 from .livefigure import LiveFigure, nice_ceiling
 from .modes import SSP
 from .plot import StalenessPlot, TimelinePlot, TrainingPlot
@@ -36,8 +39,9 @@ from .run import Run, single_thread, train
 MODES = ("sync", "async", "SSP")
 RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 4)}
 SLOWDOWN = (1.0, 4.0)  # how many times slower G1 may be
-TIMELINE_SIZE = (10.0, 4.2)  # inches: 16 workers + 4 shard rows still have readable labels
-SMALL_SIZE = (5.0, 3.0)  # loss-vs-time and staleness, side by side under the timeline
+TIMELINE_SIZE = (10.0, 4.4)  # inches: 16 workers + 4 shard rows still have readable labels
+TRAINING_SIZE = (7.0, 3.2)  # loss and accuracy panels, under the timeline
+SIDE_SIZE = (5.0, 3.2)  # staleness or time split, beside them (or under them on a narrow page)
 MAX_LABELLED_BLOCKS = 32  # compute blocks up to which the timeline writes numbers in them
 
 
@@ -47,6 +51,9 @@ class Settings:
 
     slowdown: how many times slower worker 1 (G1, the straggler of figure 000) computes.
     bandwidth: bytes per second of each server shard's link. ssp: the s of SSP(s) (mode "SSP").
+    minibatches: when set, the work is fixed instead of the steps: each worker computes this
+    many minibatches, so a run has minibatches / accumulate steps (figure 001: accumulating
+    k minibatches per push makes k times fewer updates of the same total work).
     """
 
     workers: int = 8
@@ -65,6 +72,7 @@ class Settings:
     latency: float = 0.02
     update_time: float = 0.2
     palette: str = "ps"
+    minibatches: int | None = None
 
     def __post_init__(self) -> None:
         # The same ranges as the controls: a dashboard never starts where a slider cannot be.
@@ -74,6 +82,12 @@ class Settings:
         for name in ("steps", "batch"):
             integer(name, getattr(self, name))
         integer("seed", self.seed, low=0)
+        if self.minibatches is not None:
+            integer("minibatches", self.minibatches)
+            if self.minibatches % self.accumulate:
+                raise ValueError(f"accumulate must divide minibatches={self.minibatches} "
+                                 f"(one of {', '.join(map(str, self.accumulations()))}; "
+                                 f"got {self.accumulate})")
         low, high = SLOWDOWN
         if number("slowdown", self.slowdown) < low or self.slowdown > high:
             raise ValueError(f"slowdown must be a number from {low:g} to {high:g} "
@@ -81,6 +95,17 @@ class Settings:
         number("lr", self.lr, positive=True)
         number("bandwidth", self.bandwidth, positive=True, allow_inf=True)
         one_of("palette", self.palette, ("ps", "accumulation"))
+
+    @property
+    def run_steps(self) -> int:
+        """Steps per worker: `steps`, or minibatches / accumulate when the work is fixed."""
+        return self.steps if self.minibatches is None else self.minibatches // self.accumulate
+
+    def accumulations(self) -> list[int]:
+        """The accumulation steps a control offers: all of 1-8, or those dividing the work."""
+        low, high = RANGES["accumulate"]
+        return [k for k in range(low, high + 1)
+                if self.minibatches is None or self.minibatches % k == 0]
 
     @property
     def policy(self) -> str | SSP:
@@ -95,7 +120,7 @@ class Settings:
     def train_kwargs(self) -> dict[str, Any]:
         """The exact arguments of `pslab.train` for these settings (numerics left to the caller)."""
         return dict(mode=self.policy, workers=self.workers, accumulate=self.accumulate,
-                    lr=self.lr, batch=self.batch, steps=self.steps, shards=self.shards,
+                    lr=self.lr, batch=self.batch, steps=self.run_steps, shards=self.shards,
                     seed=self.seed, cluster=self.cluster())
 
     def code(self) -> str:
@@ -106,7 +131,7 @@ class Settings:
               f"jitter={self.jitter:g}, latency={self.latency:g}, bandwidth={self.bandwidth:.3g}, "
               f"update_time={self.update_time:g})")
         return (f"pslab.train(mode={mode}, workers={kw['workers']}, accumulate={kw['accumulate']}, "
-                f"lr={self.lr:.3g}, batch={self.batch}, steps={self.steps}, shards={self.shards}, "
+                f"lr={self.lr:.3g}, batch={self.batch}, steps={kw['steps']}, shards={self.shards}, "
                 f"seed={self.seed}, cluster={cl})")
 
     def changed(self, **values: Any) -> "Settings":
@@ -130,9 +155,11 @@ PRESETS: dict[str, Settings] = {
     "000": Settings(workers=3, mode="async", slowdown=2.0, steps=12, compute_time=3.0,
                     jitter=0.0, latency=0.25, bandwidth=1e8, update_time=1.0),
     # 001: four GPUs, uneven forward/backward blocks, one gradient sync; accumulate two steps.
-    "001": Settings(workers=4, accumulate=2, mode="sync", slowdown=1.0, shards=1, steps=6,
+    # The work is fixed (24 minibatches per GPU), as in the figure: accumulate moves only how
+    # often the GPUs sync, so updates and idle time fall as it grows.
+    "001": Settings(workers=4, accumulate=2, mode="sync", slowdown=1.0, shards=1,
                     compute_time=3.3, jitter=0.15, latency=0.0, bandwidth=1e8, update_time=1.0,
-                    palette="accumulation", batch=16),
+                    palette="accumulation", batch=16, minibatches=24),
     # 002: three data-parallel workers on a two-shard server, as pslab.replay.figure002().
     "002": Settings(workers=3, mode="sync", slowdown=1.0, steps=20, jitter=0.2),
 }
@@ -159,6 +186,24 @@ def _staleness_artists(plot: StalenessPlot) -> list[Artist]:
 
 def _training_artists(plot: TrainingPlot) -> list[Artist]:
     return [*plot.loss_lines, *plot.acc_lines, plot.title]
+
+
+def value_text(name: str, value: Any) -> str:
+    """A setting as a person reads it: 'bandwidth 100 kB/s', 'straggler × 2', 'lr 0.5'."""
+    if name == "bandwidth":
+        return f"bandwidth {bytes_per_s(value)}"
+    if name == "slowdown":
+        return f"straggler × {value:g}"
+    if name == "ssp":
+        return f"SSP s {value}"
+    return f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
+
+
+def bytes_per_s(b: float) -> str:
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if b >= size:
+            return f"{b / size:g} {unit}"
+    return f"{b:g} B/s"
 
 
 class RunCache:
@@ -213,13 +258,17 @@ class View:
         self.timeline_plot = TimelinePlot(self.timeline.ax, palette=palette,
                                           text="auto" if palette == "accumulation" else None)
         self._block_text = self.timeline_plot.text
-        self.training = LiveFigure(SMALL_SIZE, dict(left=0.16, right=0.86, bottom=0.16,
-                                                    top=0.96))
-        self.training_plot = TrainingPlot(self.training.ax)
-        self.staleness = LiveFigure(SMALL_SIZE, dict(left=0.14, right=0.96, bottom=0.16,
-                                                     top=0.96))
+        self.training = LiveFigure(TRAINING_SIZE, dict(left=0.1, right=0.98, bottom=0.17,
+                                                       top=0.86, wspace=0.32), ncols=2)
+        self.training_plot = TrainingPlot(self.training.ax, acc_ax=self.training.axes[1])
+        # the side panel: staleness, or in sync mode (always staleness 0) the time split
+        self.staleness = LiveFigure(SIDE_SIZE, dict(left=0.15, right=0.96, bottom=0.17,
+                                                    top=0.86))
         self.staleness_plot = StalenessPlot(self.staleness.ax)
-        for plot in (self.timeline_plot, self.training_plot, self.staleness_plot):
+        busy_ax = self.staleness.figure.add_axes(self.staleness.ax.get_position())
+        self.busy_plot = BusyPlot(busy_ax, palette=palette)
+        for plot in (self.timeline_plot, self.training_plot, self.staleness_plot,
+                     self.busy_plot):
             plot.title.set_visible(False)
         self.cache = RunCache()
         self.run: Run | None = None  # what the timeline shows (timing-only until settled)
@@ -250,10 +299,30 @@ class View:
         blocks = settings.workers * settings.steps * settings.accumulate
         self.timeline_plot.text = self._block_text if blocks <= MAX_LABELLED_BLOCKS else None
         self.timeline_plot.update(run, xmax=nice_ceiling(run.makespan * 1.02))
-        self.staleness_plot.update(run)
-        self.staleness.ax.set_ylim(0, nice_ceiling(max(self.staleness.ax.get_ylim()[1], 1)))
         return {"timeline": self.timeline.render(_timeline_artists(self.timeline_plot)),
-                "staleness": self.staleness.render(_staleness_artists(self.staleness_plot))}
+                "staleness": self._side(run)}
+
+    @property
+    def side_plot(self) -> StalenessPlot | BusyPlot:
+        """What the side panel shows now: staleness, or the time split in sync mode."""
+        return self.busy_plot if self.settings.mode == "sync" else self.staleness_plot
+
+    def _side(self, run: Run) -> bytes:
+        busy = self.settings.mode == "sync"
+        self.staleness.ax.set_visible(not busy)
+        self.busy_plot.ax.set_visible(busy)
+        if busy:
+            self.busy_plot.update(run)
+        else:
+            self.staleness_plot.update(run)
+            self.staleness.ax.set_ylim(0, nice_ceiling(max(self.staleness.ax.get_ylim()[1], 1)))
+        return self.staleness.render(self.side_artists())
+
+    def side_artists(self) -> list[Artist]:
+        """The side panel's moving parts (bars and title) for `LiveFigure.render`."""
+        if self.side_plot is self.busy_plot:
+            return self.busy_plot.artists()
+        return _staleness_artists(self.staleness_plot)
 
     def settle(self, progress: Callable[[str], None] | None = None) -> bytes:
         """Slow path: the run with numerics for the current settings; loss plot redrawn."""
@@ -261,7 +330,7 @@ class View:
         if self._settled_for == settings and self.training.png:
             return self.training.png
         if progress is not None and not self.cache.has(settings, True):
-            progress(f"training: {settings.workers} workers x {settings.steps} steps x "
+            progress(f"training: {settings.workers} workers x {settings.run_steps} steps x "
                      f"{settings.accumulate} minibatch(es)")
         run = self.cache.get(settings, True)
         if self.settled is not None and self._settled_for is not None:
@@ -282,7 +351,7 @@ class View:
         """The titles the plots computed (drawn as HTML by the dashboard, not into the PNGs)."""
         return {"timeline": self.timeline_plot.title.get_text(),
                 "training": self.training_plot.title.get_text(),
-                "staleness": self.staleness_plot.title.get_text()}
+                "staleness": self.side_plot.title.get_text()}
 
     def snapshot(self) -> bytes:
         """One PNG of all three plots with their titles: the static picture a notebook keeps
@@ -290,7 +359,7 @@ class View:
         parts = []
         for live, plot in ((self.timeline, self.timeline_plot),
                            (self.training, self.training_plot),
-                           (self.staleness, self.staleness_plot)):
+                           (self.staleness, self.side_plot)):
             animated = [a for a in live.figure.findobj() if a.get_animated()]
             for a in animated:
                 a.set_animated(False)
@@ -325,7 +394,7 @@ def describe_change(now: Settings, before: Settings) -> str:
     for n in names:
         a, b = getattr(now, n), getattr(before, n)
         if a != b and not (n == "ssp" and "SSP" not in (now.mode, before.mode)):
-            parts.append(f"{n} {b:.3g}" if isinstance(b, float) else f"{n} {b}")
+            parts.append(value_text(n, b))
     return ", ".join(parts[:2]) + (", ..." if len(parts) > 2 else "") if parts else "same"
 
 
@@ -333,6 +402,7 @@ def summary(run: Run) -> dict[str, Any]:
     """The numbers a dashboard prints under its plots (the same a test can compare exactly)."""
     st = run.staleness
     return dict(mode=run.mode, workers=run.workers, makespan=run.makespan,
-                idle_fraction=run.idle_fraction, updates=run.updates,
+                idle_fraction=run.idle_fraction, idle_time=run.idle_time, updates=run.updates,
+                minibatches=run.workers * run.config["steps"] * run.config["accumulate"],
                 mean_staleness=float(np.mean(st)) if st else 0.0, max_staleness=max(st, default=0),
                 final_accuracy=run.final_accuracy)

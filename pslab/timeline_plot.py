@@ -24,6 +24,7 @@ HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: the
 ZORDER = {"idle": 1, "compute": 2, "fetch": 2, "push": 2, "update": 3}  # a sync column on top
 SHORT = {"Update": "Upd.", "minibatch": "mb", "forward/backward": "f/b", "gradient sync": "sync"}
 MAX_TEXTS = 80  # block labels beyond this many would be unreadable anyway (and slow)
+TEXT_PT = 9  # block labels; rows, legend and titles are larger (a projector's back row)
 
 
 def worker_label(w: int, palette: str = "ps") -> str:
@@ -91,10 +92,10 @@ class TimelinePlot:
                               linewidths=0.6, zorder=ZORDER[kind], label="_" + kind)
             coll.set_paths([])
             self.collections[kind] = ax.add_collection(coll, autolim=False)
-        self.texts = [ax.text(0, 0, "", ha="center", va="center", fontsize=7, zorder=4,
+        self.texts = [ax.text(0, 0, "", ha="center", va="center", fontsize=TEXT_PT, zorder=4,
                               visible=False, clip_on=True) for _ in range(MAX_TEXTS)]
         self.end_line = ax.axvline(0, color="0.3", linestyle="--", linewidth=0.8, zorder=5)
-        self.title = ax.set_title("", fontsize=9)
+        self.title = ax.set_title("", fontsize=11)
         ax.set_xlabel("virtual time (s)")
         ax.invert_yaxis()  # G1 on top, as in the seeds
         ax.tick_params(axis="y", length=0)
@@ -102,7 +103,7 @@ class TimelinePlot:
             ax.spines[side].set_visible(False)
         if legend:
             ax.legend(handles=legend_handles(palette), loc="upper left", bbox_to_anchor=(1.01, 1),
-                      fontsize=7, frameon=False)
+                      fontsize=10, frameon=False)
         self.rows: list[str] = []
 
     def update(self, run: Run, xmax: float | None = None) -> None:
@@ -119,7 +120,7 @@ class TimelinePlot:
         self.ax.set_xlim(0, right)
         self.ax.set_ylim(len(self.rows) - 0.5, -0.5)  # inverted: first row on top
         if [t.get_text() for t in self.ax.get_yticklabels()] != self.rows:  # ticks cost ~1 ms
-            self.ax.set_yticks(range(len(self.rows)), self.rows, fontsize=8)
+            self.ax.set_yticks(range(len(self.rows)), self.rows, fontsize=10)
         self.end_line.set_xdata([run.makespan, run.makespan])
         self.title.set_text(title_text(run, self.label, self.column))
         self._write(list(zip(start, end, (y0 + y1) / 2, kinds)), right)
@@ -171,8 +172,8 @@ class TimelinePlot:
             full = LABELS[self.palette][kind]
             cands = [full, SHORT.get(full, "")]
         for c in cands:
-            # ~0.6 em per character at 7 pt, plus a little margin
-            if c and len(c) * 4.3 + 3 <= points:
+            # ~0.6 em per character, plus a little margin
+            if c and len(c) * 0.6 * TEXT_PT + 3 <= points:
                 return c
         return None
 
@@ -240,6 +241,6 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette:
     if stacked:
         axes[0].set_xlabel("")
     fig.legend(handles=legend_handles(palette), loc="outside lower center",
-               ncol=len(legend_handles(palette)), fontsize=8, frameon=False)
+               ncol=len(legend_handles(palette)), fontsize=10, frameon=False)
     fig.pslab_plots = plots
     return fig

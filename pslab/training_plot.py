@@ -1,7 +1,9 @@
 """Training curves and staleness of figure 000's two modes: what async buys and what it costs.
 
 Loss and test accuracy are drawn against *virtual time*, not only against steps: async makes
-more updates per second (no worker waits for the straggler), each on staler weights. The
+more updates per second (no worker waits for the straggler), each on staler weights. Loss and
+accuracy get a panel each, the loss on a log axis: a diverging run (loss 50) and a converging
+one (loss 0.2) then both stay readable, and neither curve can be mistaken for the other. The
 staleness histogram shows how stale. Both plots update in place for the notebook widgets.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from .run import Run, as_runs
 
@@ -35,30 +38,39 @@ def _x(run: Run, x: str) -> np.ndarray:
 
 
 class TrainingPlot:
-    """Loss (left axis, solid) and test accuracy (right twin axis, dashed) of one or more runs.
+    """Loss (log axis) and test accuracy, each in its own panel, of one or more runs.
 
+    ax: the loss panel; acc_ax: the accuracy panel (default: a new panel to the right of ax).
     x: "time" (virtual seconds, the default), "update" (server version) or "step".
+    The legend sits above the loss panel, off the data.
     """
 
-    def __init__(self, ax: Axes, x: str = "time"):
+    def __init__(self, ax: Axes, x: str = "time", acc_ax: Axes | None = None):
         if x not in X_AXES:
             raise ValueError(f"x must be one of {sorted(X_AXES)} (got {x!r})")
         self.ax, self.x = ax, x
-        self.acc_ax = ax.twinx()
+        if acc_ax is None:
+            from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+            acc_ax = make_axes_locatable(ax).append_axes("right", size="100%", pad=0.8)
+        self.acc_ax = acc_ax
         self.loss_lines: list[Line2D] = []
         self.acc_lines: list[Line2D] = []
-        ax.set_xlabel(X_AXES[x])
-        ax.set_ylabel("training loss (solid)")
-        self.acc_ax.set_ylabel("test accuracy (dashed)")
-        self.acc_ax.set_ylim(0, 1)
-        self.title = ax.set_title("", fontsize=9)
+        for a in (ax, acc_ax):
+            a.set_xlabel(X_AXES[x])
+        ax.set_ylabel("training loss (log)")
+        ax.set_yscale("log")
+        acc_ax.set_ylabel("test accuracy")
+        acc_ax.set_ylim(0, 1)
+        acc_ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        self.title = acc_ax.set_title("", fontsize=10, loc="left")  # the legend is over `ax`
         self._labels: list[str] = []
 
     def _lines(self, n: int) -> None:
         while len(self.loss_lines) < n:  # grow the pool; never rebuilt on plain updates
             c = RUN_COLOURS[len(self.loss_lines) % len(RUN_COLOURS)]
-            self.loss_lines.append(self.ax.plot([], [], color=c, lw=1.6, marker=".", ms=3)[0])
-            self.acc_lines.append(self.acc_ax.plot([], [], color=c, lw=1.4, ls="--")[0])
+            self.loss_lines.append(self.ax.plot([], [], color=c, lw=2, marker=".", ms=4)[0])
+            self.acc_lines.append(self.acc_ax.plot([], [], color=c, lw=2, marker=".", ms=4)[0])
 
     def update(self, runs: Run | Sequence[Run], labels: Sequence[str] | None = None) -> None:
         runs = _runs(runs)
@@ -74,14 +86,17 @@ class TrainingPlot:
                 right = max(right, xs.max() if len(xs) else 0.0)
             loss_line.set_visible(i < len(runs))
             acc_line.set_visible(i < len(runs))
-        self.ax.set_xlim(0, right * 1.02 or 1.0)
+        for a in (self.ax, self.acc_ax):
+            a.set_xlim(0, right * 1.02 or 1.0)
         self.ax.relim(visible_only=True)
         self.ax.autoscale_view(scalex=False)
         if labels != self._labels:  # a legend rebuild costs ~1 ms: only when the names change
-            self.ax.legend(handles=self.loss_lines[:len(runs)], fontsize=8, loc="best")
+            self.ax.legend(handles=self.loss_lines[:len(runs)], fontsize=10, loc="lower left",
+                           bbox_to_anchor=(0, 1.0), ncol=2, frameon=False, borderaxespad=0.2)
             self._labels = labels
-        self.title.set_text("  ".join(f"{lab}: acc {r.final_accuracy:.1%} at {r.makespan:.1f} s"
-                                      for lab, r in zip(labels, runs)))
+        # one line per run: a caption never wraps in the middle of a number
+        self.title.set_text("\n".join(f"{lab}: test accuracy {r.final_accuracy:.1%} at "
+                                       f"{r.makespan:.1f} s" for lab, r in zip(labels, runs)))
 
 
 class StalenessPlot:
@@ -92,7 +107,9 @@ class StalenessPlot:
         self.bars: list[Rectangle] = []
         ax.set_xlabel("staleness (versions behind when applied)")
         ax.set_ylabel("updates")
-        self.title = ax.set_title("", fontsize=9)
+        for axis in (ax.xaxis, ax.yaxis):  # counts and versions: whole numbers only
+            axis.set_major_locator(MaxNLocator(integer=True, nbins=6))
+        self.title = ax.set_title("", fontsize=10)
 
     def update(self, run: Run) -> None:
         counts = Counter(run.staleness)
@@ -106,7 +123,6 @@ class StalenessPlot:
             bar.set_visible(value <= top)
         self.ax.set_xlim(-0.6, top + 0.6)
         self.ax.set_ylim(0, max(counts.values(), default=1) * 1.1)
-        self.ax.set_xticks(range(top + 1) if top < 20 else np.linspace(0, top, 6).round())
         mean = float(np.mean(run.staleness)) if run.staleness else 0.0
         self.title.set_text(f"{run.mode}: {run.updates} updates, mean staleness {mean:.2f}, "
                             f"max {top}")
@@ -120,9 +136,10 @@ def plot_training(runs: Run | Sequence[Run], ax: Axes | None = None,
                   labels: Sequence[str] | None = None, x: str = "time") -> Figure:
     """Loss and test accuracy of one or more runs against virtual time (or x="update"/"step");
     returns the figure (its `pslab_plots` holds the TrainingPlot)."""
+    acc_ax = None
     if ax is None:
-        ax = Figure(figsize=(7, 3.6), layout="constrained").add_subplot()
-    plot = TrainingPlot(ax, x=x)
+        ax, acc_ax = Figure(figsize=(10, 3.8), layout="constrained").subplots(1, 2)
+    plot = TrainingPlot(ax, x=x, acc_ax=acc_ax)
     plot.update(runs, labels)
     ax.figure.pslab_plots = [plot]
     return ax.figure

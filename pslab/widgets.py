@@ -6,9 +6,11 @@
 
 A dashboard has a control for the number of workers (1-16), accumulation steps (1-8), the
 learning rate (log scale), the update mode (sync / async / SSP and its s), the straggler's
-slowdown, the server shards and the network bandwidth. Its three plots (timeline, loss against
-time, staleness) are PNGs rendered from reused matplotlib figures (`pslab.liveview`): no
-front-end extension beyond ipywidgets itself. While a slider moves, each value runs the clock
+slowdown, the server shards and the network bandwidth. Its three plots (timeline, loss and
+accuracy against time, staleness or, in sync mode, each worker's idle share) are PNGs rendered
+from reused matplotlib figures (`pslab.liveview`): no front-end extension beyond ipywidgets
+itself. Nothing has a fixed pixel width: controls wrap and images shrink to the cell, so a
+dashboard fits from a 1024 px screen with JupyterLab's file browser open (a projector) up. While a slider moves, each value runs the clock
 only (`numerics=False`) and redraws the timeline and staleness at once; when the sliders have
 been still for `settle_delay` seconds, the same run is repeated with the arithmetic and the
 loss curve follows. Without a running event loop (tests, scripts) that happens at once.
@@ -25,8 +27,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import ipywidgets as W
 
-from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, preset, single_thread,
-                       summary)
+from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_per_s, preset,
+                       single_thread, summary)
 from .run import Run, train
 
 __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "PRESETS"]
@@ -35,13 +37,6 @@ __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "PRESETS"]
 # (lr 0.5, 100 kB/s) is exactly a slider position and the front end never rounds it.
 LR_VALUES = tuple(m * 10.0 ** e for e in range(-3, 2) for m in (1, 2, 5) if m * 10.0 ** e <= 10)
 BANDWIDTHS = tuple(m * 10.0 ** e for e in range(3, 9) for m in (1, 2, 5) if m * 10.0 ** e <= 1e8)
-
-
-def _bytes_per_s(b: float) -> str:
-    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if b >= size:
-            return f"{b / size:g} {unit}"
-    return f"{b:g} B/s"
 
 
 def _options(values: tuple[float, ...], start: float, fmt: Any) -> list[tuple[str, float]]:
@@ -57,18 +52,29 @@ def _int_slider(name: str, description: str) -> Callable[[Any], W.IntSlider]:
     return lambda v: W.IntSlider(v, min=low, max=high, description=description)
 
 
-CONTROLS: dict[str, Callable[[Any], W.ValueWidget]] = {
-    "workers": _int_slider("workers", "workers"),
-    "accumulate": _int_slider("accumulate", "accumulate"),
-    "lr": lambda v: W.SelectionSlider(options=_options(LR_VALUES, v, "{:g}"), value=v,
+def _accumulate(s: Settings) -> W.ValueWidget:
+    """1-8, or, when the work is fixed (figure 001), the k that divide it: same total work."""
+    if s.minibatches is None:
+        return _int_slider("accumulate", "accumulate")(s.accumulate)
+    return W.SelectionSlider(options=s.accumulations(), value=s.accumulate,
+                             description="accumulate")
+
+
+# name -> widget factory (taking the starting settings); the names are Settings fields
+CONTROLS: dict[str, Callable[[Settings], W.ValueWidget]] = {
+    "workers": lambda s: _int_slider("workers", "workers")(s.workers),
+    "accumulate": _accumulate,
+    "lr": lambda s: W.SelectionSlider(options=_options(LR_VALUES, s.lr, "{:g}"), value=s.lr,
                                       description="learning rate"),
-    "mode": lambda v: W.Dropdown(options=list(MODES), value=v, description="mode"),
-    "ssp": _int_slider("ssp", "SSP s"),
-    "slowdown": lambda v: W.FloatSlider(v, min=SLOWDOWN[0], max=SLOWDOWN[1], step=0.25,
-                                        readout_format=".2f", description="straggler ×"),
-    "shards": _int_slider("shards", "shards"),
-    "bandwidth": lambda v: W.SelectionSlider(options=_options(BANDWIDTHS, v, _bytes_per_s),
-                                             value=v, description="bandwidth"),
+    "mode": lambda s: W.Dropdown(options=list(MODES), value=s.mode, description="mode"),
+    "ssp": lambda s: _int_slider("ssp", "SSP s")(s.ssp),
+    "slowdown": lambda s: W.FloatSlider(s.slowdown, min=SLOWDOWN[0], max=SLOWDOWN[1],
+                                        step=0.25, readout_format=".2f",
+                                        description="straggler ×"),
+    "shards": lambda s: _int_slider("shards", "shards")(s.shards),
+    "bandwidth": lambda s: W.SelectionSlider(
+        options=_options(BANDWIDTHS, s.bandwidth, bytes_per_s), value=s.bandwidth,
+        description="bandwidth"),
 }
 HELP = {
     "workers": "GPU workers, each with its own data slice",
@@ -106,18 +112,19 @@ class Dashboard:
         self.view = View(start)
         self.controls: dict[str, W.ValueWidget] = {}
         for name, make in CONTROLS.items():
-            c = make(getattr(start, name))
+            c = make(start)
             c.continuous_update = True
-            c.style = {"description_width": "110px"}
-            c.layout = W.Layout(width="340px")
+            c.style = {"description_width": "96px"}
+            c.layout = W.Layout(width="auto", min_width="240px", max_width="380px")
             c.tooltip = HELP[name]
             c.add_class(f"pslab-{name}")
             self.controls[name] = c
-        # fixed pixel sizes: no layout shift while images change, no flexbox shrinking them
+        # An image is as wide as its box and never wider than its pixels; the box keeps the
+        # picture's aspect ratio, so nothing shifts while a new PNG arrives.
         size = {n: getattr(self.view, n).figure.canvas.get_width_height(physical=True)
                 for n in PLOTS}
-        self.images = {n: W.Image(format="png", width=f"{size[n][0]}", height=f"{size[n][1]}",
-                                  layout=W.Layout(flex="0 0 auto")) for n in PLOTS}
+        self.images = {n: W.Image(format="png", layout=W.Layout(
+            width="100%", height="auto", max_width=f"{size[n][0]}px")) for n in PLOTS}
         self.captions = {n: W.HTML() for n in PLOTS}
         for n in PLOTS:
             self.images[n].add_class(f"pslab-{n}")
@@ -125,14 +132,21 @@ class Dashboard:
         self.status.add_class("pslab-status")
         self.numbers = W.HTML()
         self.code = W.HTML()
-        left = W.VBox([self.controls[n] for n in ("workers", "accumulate", "lr", "mode", "ssp")])
+        column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
+        left = W.VBox([self.controls[n] for n in ("workers", "accumulate", "lr", "mode", "ssp")],
+                      layout=column)
         right = W.VBox([self.controls[n] for n in ("slowdown", "shards", "bandwidth")]
-                       + [self.status])
-        boxed = {n: W.VBox([self.captions[n], self.images[n]],
-                           layout=W.Layout(flex="0 0 auto", width=f"{size[n][0] + 4}px"))
-                 for n in PLOTS}
-        self.widget = W.VBox([W.HBox([left, right]), self.numbers, boxed["timeline"],
-                              W.HBox([boxed["training"], boxed["staleness"]]), self.code])
+                       + [self.status], layout=column)
+        # each plot's box grows to its picture's width and shrinks with the page; side by side
+        # where both fit, one under the other where not (flex-wrap)
+        boxed = {n: W.VBox([self.captions[n], self.images[n]], layout=W.Layout(
+            flex=f"1 1 {min(size[n][0], 360)}px", min_width="0", max_width=f"{size[n][0]}px"))
+            for n in PLOTS}
+        wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
+        self.widget = W.VBox([W.HBox([left, right], layout=wrap), self.numbers,
+                              boxed["timeline"],
+                              W.HBox([boxed["training"], boxed["staleness"]], layout=wrap),
+                              self.code], layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
         self.latencies_ms: list[float] = []  # fast path (clock only) per change
         self.settle_ms: list[float] = []  # slow path (arithmetic + loss plot) per settle
@@ -251,9 +265,14 @@ class Dashboard:
         caps = self.view.captions()
         for name in PLOTS:
             text = caps[name] if settled or name != "training" else (
-                caps[name] + " (previous settings; recomputing…)")
-            self.captions[name].value = ("<div style='font-size:12px;text-align:center'>"
-                                         + html.escape(text).replace("\n", "<br>") + "</div>")
+                caps[name] + "\n(previous settings; recomputing…)")
+            # one caption line per line of the plot's title; a line wraps between words only
+            self.captions[name].value = (
+                "<div style='font-size:14px;line-height:1.3;text-align:left;"
+                "overflow-wrap:normal;word-break:keep-all'>"
+                + html.escape(text).replace("\n", "<br>") + "</div>")
+        # the loss curve fades while it shows older settings than the timeline
+        self.images["training"].layout.opacity = "1" if settled else "0.45"
         if not settled:  # while a slider moves, send the browser only what it must redraw
             return
         self.numbers.value = "<b>" + html.escape(describe(self.view.run)) + "</b>"
@@ -288,9 +307,11 @@ def describe(run: Run | None) -> str:
         return "no run yet"
     s = summary(run)
     acc = "" if math.isnan(s["final_accuracy"]) else f", test accuracy {s['final_accuracy']:.1%}"
-    return (f"{s['mode']}, {s['workers']} workers: makespan {s['makespan']:.2f} s, idle "
-            f"{s['idle_fraction']:.1%}, {s['updates']} updates, staleness mean "
-            f"{s['mean_staleness']:.2f} / max {s['max_staleness']}{acc}")
+    stale = ("" if s["mode"] == "sync" else f", staleness mean {s['mean_staleness']:.2f} / "
+             f"max {s['max_staleness']}")
+    return (f"{s['mode']}, {s['workers']} workers, {s['minibatches']} minibatches: makespan "
+            f"{s['makespan']:.2f} s, {s['updates']} updates, idle {s['idle_time']:.1f} "
+            f"GPU-s ({s['idle_fraction']:.1%}){stale}{acc}")
 
 
 def dashboard(preset_name: str = "default", **overrides: Any) -> Dashboard:

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 import pslab
-from pslab.liveview import (PRESETS, Settings, View, _staleness_artists, _timeline_artists,
+from pslab.liveview import (PRESETS, Settings, View, _timeline_artists,
                              preset, single_thread)
 from pslab.livefigure import LiveFigure, nice_ceiling
 from pslab.widgets import CONTROLS, Dashboard, Progress, describe, sweep, table
@@ -183,7 +183,7 @@ def test_blitted_render_equals_full_redraw():
         view.timeline.invalidate()
         view.staleness.invalidate()
         full = {"timeline": view.timeline.render(_timeline_artists(view.timeline_plot)),
-                "staleness": view.staleness.render(_staleness_artists(view.staleness_plot))}
+                "staleness": view.staleness.render(view.side_artists())}
         for name in live:
             assert np.array_equal(pixels(live[name]), pixels(full[name])), (change, name)
     assert view.timeline.blits + sum(view.timeline.draws[1:]) > 0
@@ -245,3 +245,76 @@ def test_sweep_shows_progress_and_returns_runs():
     assert bar.bar.value == 2 and bar.bar.bar_style == "success"
     assert bar._repr_mimebundle_()["text/plain"] == "x: 2 runs"
     assert table([(1, 2.5)], ["a", "bb"]).splitlines()[0] == "a   bb"
+
+
+def test_figure001_dashboard_keeps_the_work_fixed_as_accumulation_grows():
+    """Figure 001's lesson: the same minibatches in fewer, larger updates: fewer syncs, so
+    less idle time and a shorter run (the slider offers only the k that divide the work)."""
+    dash = pslab.widgets.dashboard("001", settle_delay=None)
+    slider = dash.controls["accumulate"]
+    assert list(slider.options) == [1, 2, 3, 4, 6, 8]
+    seen = []
+    for k in slider.options:
+        dash.set(accumulate=k)
+        run = dash.run
+        seen.append((run.workers * run.config["steps"] * k, run.updates, run.idle_time,
+                     run.makespan))
+        assert run.config["accumulate"] == k
+    work, updates, idle, makespan = zip(*seen)
+    assert set(work) == {4 * 24}  # the same minibatches for every k
+    assert list(updates) == [24 // k for k in slider.options]
+    assert all(a > b for a, b in zip(idle, idle[1:])), idle
+    assert all(a > b for a, b in zip(makespan, makespan[1:])), makespan
+    assert "96 minibatches" in describe(dash.run) and "3 updates" in describe(dash.run)
+
+
+def test_fixed_work_rejects_an_accumulation_that_does_not_divide_it():
+    with pytest.raises(ValueError, match="accumulate must divide minibatches=24"):
+        preset("001", accumulate=5)
+    assert preset("001", accumulate=3).train_kwargs()["steps"] == 8
+
+
+def test_sync_dashboard_shows_each_workers_idle_share_instead_of_one_staleness_bar():
+    dash = pslab.widgets.dashboard("001", settle_delay=None)
+    assert dash.view.side_plot is dash.view.busy_plot
+    assert dash.view.busy_plot.ax.get_visible() and not dash.view.staleness.ax.get_visible()
+    shares = dash.view.busy_plot.shares()
+    assert len(shares) == 4 and all(abs(sum(s.values()) - 1) < 1e-9 for s in shares)
+    idle = sum(s["idle"] for s in shares) / 4
+    assert idle == pytest.approx(dash.run.idle_fraction)
+    assert "idle" in dash.view.captions()["staleness"]
+    dash.set(mode="async")  # staleness means something again
+    assert dash.view.side_plot is dash.view.staleness_plot
+    assert dash.view.staleness.ax.get_visible() and not dash.view.busy_plot.ax.get_visible()
+    assert "staleness" in dash.view.captions()["staleness"]
+
+
+def test_before_label_reads_like_a_person_wrote_it():
+    from pslab.liveview import describe_change
+
+    now = preset("default")
+    assert describe_change(now, now.changed(bandwidth=1e6)) == "bandwidth 1 MB/s"
+    assert describe_change(now, now.changed(slowdown=3.0)) == "straggler × 3"
+    dash = pslab.widgets.dashboard("default", settle_delay=None, steps=5)
+    dash.set(bandwidth=2e5)
+    caption = dash.view.captions()["training"]
+    assert caption.splitlines()[1].startswith("before: bandwidth 100 kB/s: test accuracy")
+
+
+def test_dashboard_has_no_fixed_pixel_width_wider_than_a_projector_cell():
+    """At 1024 px with the file browser open a cell is ~700 px wide: every width is relative,
+    or a max-width, or small enough to fit."""
+    import re
+
+    dash = pslab.widgets.dashboard("000", settle_delay=None)
+    widths = []
+    stack = [dash.widget]
+    while stack:
+        w = stack.pop()
+        stack.extend(getattr(w, "children", ()))
+        widths.append(w.layout.width)
+        widths.append(w.layout.min_width)
+    fixed = [int(m.group(1)) for v in widths if v and (m := re.fullmatch(r"(\d+)px", v))]
+    assert all(px <= 300 for px in fixed), fixed
+    for img in dash.images.values():
+        assert img.layout.width == "100%" and img.layout.max_width.endswith("px")
