@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from .cluster import Cluster
-from .modes import SSP, Async, Policy, Sync
+from .modes import SSP, Async, Backup, Policy, SoftSync, Sync
 from .run import Run, train
 from .server import ParameterServer
 from .simulation import Record
@@ -45,6 +45,6 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["Cluster", "SSP", "Sync", "Async", "Policy", "Run", "train", "ParameterServer",
-           "Record", "Span", "KINDS", "Worker", "plot", "replay", "tikz", "TimelinePlot",
+           "Backup", "SoftSync", "Record", "Span", "KINDS", "Worker", "plot", "replay", "tikz", "TimelinePlot",
            "TrainingPlot", "StalenessPlot", "plot_timeline", "compare", "plot_training",
            "plot_staleness", "plot_dataflow", "quiz", "widgets", "Dashboard", "dashboard", "nas"]

@@ -5,6 +5,9 @@ per-worker speeds (stragglers), per-minibatch jitter drawn from the run's seed, 
 table of compute durations (figure 001 gives one); transfers cost latency + bytes / bandwidth on
 the shard that serves them; an update of the whole model takes `update_time` (a shard holding a
 fraction f of the parameters takes f·update_time, so more shards update in parallel).
+`model_bytes` replays a real model's costs (d2l's 160 MB of gradients) in the timing while the
+numerics keep training the digits MLP; `colocated` puts shard s on worker s's GPU, as when one
+GPU (or every GPU, a slice each) aggregates the gradients.
 """
 from __future__ import annotations
 
@@ -30,11 +33,17 @@ class Cluster:
         serves one transfer at a time and the latency is part of it (think of it as the cost of
         handling one request), so workers that fetch or push at once queue up.
     update_time: seconds for the server to apply one update to the whole model.
+    model_bytes: bytes of the whole model for the timing only (default: the digits MLP's own);
+        each shard then carries its share of them (its share of the keys).
+    colocated: shard s lives on worker s % workers: that worker's transfers to it are local
+        and free (d2l's "aggregate on one GPU" / "split over all GPUs"); default False, the
+        server is a separate machine (d2l's "via the CPU").
     """
 
     def __init__(self, compute_time: float = 1.0, speeds: Sequence[float] | None = None,
                  jitter: float = 0.0, durations: Sequence[Sequence[float]] | None = None,
-                 latency: float = 0.02, bandwidth: float = 1e5, update_time: float = 0.2):
+                 latency: float = 0.02, bandwidth: float = 1e5, update_time: float = 0.2,
+                 model_bytes: float | None = None, colocated: bool = False):
         self.compute_time = number("compute_time", compute_time, positive=True)
         self.speeds = None if speeds is None else _speeds(speeds)
         self.jitter = number("jitter", jitter)
@@ -42,6 +51,11 @@ class Cluster:
         self.latency = number("latency", latency)
         self.bandwidth = number("bandwidth", bandwidth, positive=True, allow_inf=True)
         self.update_time = number("update_time", update_time)
+        self.model_bytes = None if model_bytes is None else number("model_bytes", model_bytes,
+                                                                   positive=True)
+        if not isinstance(colocated, bool):
+            raise ValueError(f"colocated must be True or False (got {colocated!r})")
+        self.colocated = colocated
 
     @classmethod
     def free(cls, **kwargs) -> "Cluster":
@@ -49,8 +63,11 @@ class Cluster:
         return cls(latency=0.0, bandwidth=math.inf, update_time=0.0, **kwargs)
 
     def __repr__(self) -> str:
-        keys = ("compute_time", "speeds", "jitter", "latency", "bandwidth", "update_time")
+        keys = ("compute_time", "speeds", "jitter", "latency", "bandwidth", "update_time",
+                "model_bytes")
         parts = [f"{k}={getattr(self, k)!r}" for k in keys if getattr(self, k) is not None]
+        if self.colocated:
+            parts.append("colocated=True")
         if self.durations is not None:
             parts.append(f"durations=<{self.durations.shape[0]}x{self.durations.shape[1]}>")
         return f"Cluster({', '.join(parts)})"
@@ -76,6 +93,17 @@ class Cluster:
             z = np.random.default_rng([seed, _JITTER]).standard_normal(base.shape)
             base = base * np.exp(self.jitter * z)
         return base
+
+    def timing_bytes(self, shard_bytes: list[int]) -> list[int]:
+        """The bytes each shard's transfers cost: its own, or its share of `model_bytes`."""
+        if self.model_bytes is None:
+            return list(shard_bytes)
+        total = sum(shard_bytes)
+        return [round(self.model_bytes * b / total) for b in shard_bytes]
+
+    def host(self, shard: int, workers: int) -> int | None:
+        """The worker whose GPU holds the shard (colocated), else None: a separate server."""
+        return shard % workers if self.colocated else None
 
     def transfer_time(self, nbytes: int) -> float:
         return self.latency + (nbytes / self.bandwidth if nbytes else 0.0)

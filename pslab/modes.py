@@ -1,8 +1,21 @@
-"""Update modes of figure 000 as policies over one engine: sync, async and bounded staleness.
+"""Update modes of figure 000 and the classic papers as policies over one engine.
 
-A policy answers two questions and nothing else:
-- how many pushes the server averages into one update (`aggregate`), and
-- when a worker may start its next step (`waits_for_update`, `may_start`).
+A policy answers a few questions and nothing else:
+- how many pushes the server averages into one update (`aggregate`) and whether it adds them at
+  the full learning rate instead (`server_lr`: SSP, like Ho et al.'s and Li et al.'s servers);
+- whether a worker waits for the update after pushing (`waits_for_update`: a barrier) and which
+  pushes of a round the server drops (with a barrier over N of N + b workers, the late ones);
+- when a worker may start its next step (`bound`, `may_start`);
+- whether there is a server at all (`ring`: the workers all-reduce instead, pslab.allreduce).
+
+| mode | aggregate | barrier | |
+|---|---|---|---|
+| sync | N | yes | figure 000 |
+| async | 1 | no | figure 000 |
+| SSP(s) | 1 (N when s = 0) | no (yes when s = 0) | Ho et al. 2013; SSP(0) is BSP |
+| Backup(b) | N − b of N | yes, the b late pushes dropped | Chen et al. 2016 |
+| SoftSync(c) | c | no | Zhang et al. 2016 (n-softsync with λ workers: c = λ / n) |
+| allreduce | N | yes, no server | d2l, DDP |
 """
 from __future__ import annotations
 
@@ -15,9 +28,17 @@ class Policy:
     name = "policy"
     waits_for_update = False  # True: after pushing, wait for the update, then fetch (a barrier)
     bound = math.inf  # how many steps a worker may run ahead of the slowest one
+    ring = False  # True: no server, the workers run a ring all-reduce after each step
 
     def aggregate(self, workers: int) -> int:
         return 1
+
+    def server_lr(self, lr: float, workers: int) -> float:
+        """The server's step size: it averages `aggregate` pushes and multiplies by this."""
+        return lr
+
+    def check(self, workers: int, steps: int) -> None:
+        """Raise ValueError, naming the policy's parameter, if it cannot run on this many."""
 
     def may_start(self, step: int, slowest_pushed: int) -> bool:
         """May a worker start push number `step` (0-based) when the slowest has pushed this many?"""
@@ -25,6 +46,12 @@ class Policy:
 
     def __repr__(self) -> str:
         return self.name
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
 
 class Sync(Policy):
@@ -38,30 +65,85 @@ class Sync(Policy):
         return workers
 
 
+class Backup(Sync):
+    """Sync with b backup workers (Chen et al. 2016; TensorFlow's replicas_to_aggregate).
+
+    Of `workers` = N + b, the server averages the first N pushes of each round and drops the b
+    late ones; a late worker fetches the new weights and goes on. Backup(0) is sync.
+    """
+
+    def __init__(self, b: int):
+        self.b = integer("b (the number of backup workers)", b, low=0)
+        self.name = f"Backup({self.b})"
+
+    def aggregate(self, workers: int) -> int:
+        return workers - self.b
+
+    def check(self, workers: int, steps: int) -> None:
+        if self.b >= workers:
+            raise ValueError(f"Backup(b) needs b < workers: the server averages workers - b "
+                             f"pushes per round (got b={self.b} with workers={workers})")
+
+
 class Async(Policy):
     """Every push is applied when it arrives; no worker ever waits for another."""
 
     name = "async"
 
 
-class SSP(Policy):
-    """Stale synchronous parallel: no worker starts step t+s+1 before all have pushed step t.
+class SoftSync(Policy):
+    """Soft synchronization (Zhang et al. 2016): the server averages every c pushes as they
+    arrive, whoever sent them, with no barrier. SoftSync(1) is async; Zhang's n-softsync with λ
+    workers is SoftSync(λ // n)."""
 
-    Pushes are applied one by one as in async; SSP(s) with s >= steps is exactly async.
+    def __init__(self, c: int):
+        self.c = integer("c (pushes averaged per update)", c)
+        self.name = f"SoftSync({self.c})"
+
+    def aggregate(self, workers: int) -> int:
+        return self.c
+
+    def check(self, workers: int, steps: int) -> None:
+        if (workers * steps) % self.c:
+            raise ValueError(f"SoftSync(c) needs c to divide workers * steps = {workers * steps} "
+                             f"(every push must end up in an update) (got c={self.c})")
+
+
+class SSP(Policy):
+    """Stale synchronous parallel (Ho et al. 2013): no worker starts step t+s+1 before all have
+    pushed step t. Every gradient counts at the full learning rate, as on their server.
+
+    s >= 1: pushes are applied one by one as in async; SSP(s) with s >= steps is exactly async.
+    s = 0 is BSP, Ho et al.'s definition: one barrier per step like sync, the server adds the
+    step's N gradients in one update. So SSP(0)'s timeline is sync's, and its weights at lr are
+    sync's at N·lr (sync averages the gradients, SSP adds them).
     """
 
     def __init__(self, s: int):
         self.bound = integer("s (the SSP staleness bound)", s, low=0)
         self.name = f"SSP({self.bound})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SSP) and other.bound == self.bound
+    @property
+    def waits_for_update(self) -> bool:  # type: ignore[override]
+        return self.bound == 0
 
-    def __hash__(self) -> int:
-        return hash(("SSP", self.bound))
+    def aggregate(self, workers: int) -> int:
+        return workers if self.bound == 0 else 1
+
+    def server_lr(self, lr: float, workers: int) -> float:
+        # the server averages its `aggregate` pushes: scaling by their number makes it a sum
+        return lr * self.aggregate(workers)
 
 
-MODES = {"sync": Sync, "async": Async}
+class AllReduce(Sync):
+    """No server: after each step the workers run a ring all-reduce of their gradients
+    (reduce-scatter, then all-gather; what DDP does) and all apply the mean: sync's numerics."""
+
+    name = "allreduce"
+    ring = True
+
+
+MODES = {"sync": Sync, "async": Async, "allreduce": AllReduce}
 
 
 def policy_for(mode: str | Policy) -> Policy:
@@ -69,5 +151,5 @@ def policy_for(mode: str | Policy) -> Policy:
         return mode
     if isinstance(mode, str) and mode in MODES:
         return MODES[mode]()
-    raise ValueError(f"mode must be 'sync', 'async' or pslab.SSP(s) with an integer s >= 0 "
-                     f"(got {mode!r})")
+    raise ValueError(f"mode must be 'sync', 'async', 'allreduce', pslab.SSP(s) with an integer "
+                     f"s >= 0, pslab.Backup(b) or pslab.SoftSync(c) (got {mode!r})")

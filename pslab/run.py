@@ -15,10 +15,11 @@ import torch
 from .checks import integer, number
 from .cluster import Cluster
 from .data import Digits, dataset_size
+from .divergence import divergence, warn_if_diverged
 from .layout import Layout
 from .limits import check_fits
 from .model import LAYERS, Params, evaluate, init_params, shapes
-from .modes import Policy, policy_for
+from .modes import SSP, Async, Policy, Sync, policy_for
 from .processes.options import check_options
 from .server import ParameterServer
 from .simulation import Record, Simulation, no_numbers
@@ -42,6 +43,8 @@ class Run:
     shard_bytes: list[int] = field(default_factory=list)
     complete: bool = True  # False when the run was interrupted (Ctrl-C): a partial timeline
     layout: Layout | None = None  # each shard's key range of the flattened parameters
+    push_staleness: list[int] = field(default_factory=list)  # of every push used, in order
+    start_loss: float = math.nan  # training loss of the initial weights (nan: timing only)
 
     @property
     def workers(self) -> int:
@@ -64,6 +67,33 @@ class Run:
         return covered((s for s in self.timeline if s.kind == "idle"), updates)
 
     @property
+    def queue_time(self) -> float:
+        """Idle time spent queued behind other transfers at a busy shard (more shards or more
+        bandwidth cure it), as opposed to `barrier_time`."""
+        return total(self.timeline, "idle", "queue")
+
+    @property
+    def barrier_time(self) -> float:
+        """Idle time spent waiting for other workers: a sync round, the SSP bound, the ring."""
+        return total(self.timeline, "idle", "barrier")
+
+    @property
+    def dropped(self) -> int:
+        """Pushes the server dropped (backup workers: they came after their round closed)."""
+        return sum(1 for s in self.timeline if s.kind == "push" and s.note == "dropped"
+                   and s.shard in (0, None))
+
+    @property
+    def diverged(self) -> bool:
+        """True when the training loss became non-finite or blew up (see `divergence`)."""
+        return divergence(self) is not None
+
+    @property
+    def divergence(self) -> str | None:
+        """What went wrong, in a sentence, or None (pslab.divergence)."""
+        return divergence(self)
+
+    @property
     def idle_fraction(self) -> float:
         """Idle time over all workers' time (workers x makespan)."""
         return self.idle_time / (self.workers * self.makespan) if self.makespan else 0.0
@@ -84,8 +114,9 @@ class Run:
         acc = self.final_accuracy
         acc_text = "" if math.isnan(acc) else f", test accuracy {acc:.1%}"
         updates = f"{self.updates} update" + ("" if self.updates == 1 else "s")
+        diverged = ", DIVERGED" if self.diverged else ""
         return (f"Run({self.mode}, {self.workers} workers, {updates}, makespan "
-                f"{self.makespan:.3g} s, idle {self.idle_fraction:.1%}{acc_text})")
+                f"{self.makespan:.3g} s, idle {self.idle_fraction:.1%}{acc_text}{diverged})")
 
 
 def as_runs(value: Any, name: str = "run", many: bool = True) -> list[Run]:
@@ -124,7 +155,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
           progress: bool = False, backend: str = "simulated", time_scale: float | None = None,
           timeout: float | None = None, address: str | None = None,
           start_method: str | None = None, kill: dict[int, int] | None = None,
-          hang: dict[int, int] | None = None) -> Run:
+          hang: dict[int, int] | None = None, staleness_lr: bool = False) -> Run:
     """Train the digits MLP on a parameter server in virtual time.
 
     mode: "sync", "async" or pslab.SSP(s). workers: how many. accumulate: minibatches per push.
@@ -142,6 +173,8 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     (seconds, default 10), address (default "127.0.0.1", loopback), start_method
     ("forkserver" or "spawn"), kill / hang ({worker: step}: faults on purpose). See
     docs/processes.md.
+    staleness_lr: divide each push's learning rate by max(1, its staleness) (Zhang et al. 2016).
+    mode may also be pslab.Backup(b), pslab.SoftSync(c) or "allreduce" (pslab.modes).
     """
     policy = policy_for(mode)
     workers = integer("workers", workers)
@@ -151,7 +184,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     steps = integer("steps", steps)
     hidden = integer("hidden", hidden)
     seed = integer("seed", seed, low=0, high=2**64 - 1)  # what torch.Generator accepts
-    for name, flag in (("numerics", numerics), ("progress", progress)):
+    policy.check(workers, steps)
+    for name, flag in (("numerics", numerics), ("progress", progress),
+                       ("staleness_lr", staleness_lr)):
         if not isinstance(flag, bool):
             raise ValueError(f"{name} must be True or False (got {flag!r})")
     cluster = Cluster() if cluster is None else cluster
@@ -167,17 +202,22 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
 
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
-                  hidden=hidden)
+                  hidden=hidden, staleness_lr=staleness_lr)
+    if options is not None and (staleness_lr or type(policy) not in (Sync, Async, SSP)):
+        raise ValueError(f"backend='processes' runs mode 'sync', 'async' or pslab.SSP(s), without "
+                         f"staleness_lr (got mode={policy.name}, staleness_lr={staleness_lr})")
     if options is not None:  # real processes: pslab/processes/
         if not numerics:
             raise ValueError("numerics=False only applies to backend='simulated'")
         from .processes.launcher import launch
 
         return launch(policy, config, options, progress)
-    shard_bytes = [BYTES_PER_VALUE * layout.keys(s) for s in range(layout.shards)]
+    shard_bytes = cluster.timing_bytes([BYTES_PER_VALUE * layout.keys(s)
+                                        for s in range(layout.shards)])
     data = Digits.load(seed) if numerics else None
     params = init_params(data.features, hidden, data.classes, seed) if data else None
-    server = ParameterServer(params, layout, lr, aggregate=policy.aggregate(workers))
+    server = ParameterServer(params, layout, policy.server_lr(lr, workers),
+                             aggregate=policy.aggregate(workers))
     crew = [Worker(i, data, workers, accumulate, batch, layout=layout) for i in range(workers)]
 
     def score() -> tuple[float, float]:
@@ -185,13 +225,18 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
         loss, _ = evaluate(weights, data.x_train, data.y_train)
         return loss, evaluate(weights, data.x_test, data.y_test)[1]
 
-    sim = Simulation(server, crew, policy, cluster,
-                     cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
-                     shard_bytes, score if data else no_numbers)
+    actors = Simulation
+    if policy.ring:  # no server: the workers all-reduce (pslab/allreduce.py)
+        from .allreduce import RingSimulation as actors
+    sim = actors(server, crew, policy, cluster,
+                 cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
+                 shard_bytes, score if data else no_numbers, staleness_lr)
+    start_loss = score()[0] if data else math.nan
     if progress:
         from tqdm.auto import tqdm
 
-        updates = steps if policy.waits_for_update else steps * workers
+        pushes = steps * workers // policy.aggregate(workers)
+        updates = steps if policy.waits_for_update else pushes
         sim.progress = tqdm(total=updates, desc=f"{policy.name}, {workers} workers", unit="update")
     with single_thread():
         sim.run()
@@ -201,8 +246,13 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
         warnings.warn(f"run interrupted at virtual time {sim.makespan:.3g} s after "
                       f"{len(sim.history)} updates: returning the partial run", stacklevel=2)
     groups = [layout.names_in(s) for s in range(layout.shards)]
-    return Run(config, sim.timeline, sim.history, server.weights(), sim.makespan, groups,
-               shard_bytes, complete=not sim.interrupted, layout=layout)
+    if policy.ring:  # no server rows to draw
+        groups, shard_bytes = [], []
+    run = Run(config, sim.timeline, sim.history, server.weights(), sim.makespan, groups,
+              shard_bytes, complete=not sim.interrupted, layout=layout,
+              push_staleness=sim.push_staleness, start_loss=start_loss)
+    warn_if_diverged(run)
+    return run
 
 
 MAX_SHARDS = 256

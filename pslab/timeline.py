@@ -11,6 +11,15 @@ from typing import Iterable, NamedTuple
 
 KINDS = ("fetch", "compute", "push", "update", "idle")
 
+# What a span's `note` says, beyond its kind. Two kinds of waiting look alike (a white block)
+# but have different cures: queueing at a busy shard goes away with more shards or bandwidth,
+# waiting for other workers with a looser barrier (async, SSP, backup workers).
+NOTES = {
+    "queue": "idle: queued behind other transfers at a busy shard",
+    "barrier": "idle: waiting for other workers (a sync round, the SSP bound, the ring)",
+    "dropped": "push: arrived after its round closed; the server dropped it (backup workers)",
+}
+
 
 class Span(NamedTuple):
     """One block of the timeline.
@@ -21,6 +30,7 @@ class Span(NamedTuple):
     start, end: virtual seconds.
     step: the worker's push number (0-based) or, for an update, the step it applies.
     micro: for compute spans, which of the `accumulate` minibatches (0-based); else None.
+    note: one of NOTES' keys, or None: why an idle span waited; a dropped push.
     """
 
     worker: int | None
@@ -30,6 +40,7 @@ class Span(NamedTuple):
     end: float
     step: int
     micro: int | None = None
+    note: str | None = None
 
     @property
     def duration(self) -> float:
@@ -49,9 +60,10 @@ def gaps(busy: Iterable[tuple[float, float]], start: float, end: float) -> list[
     return out
 
 
-def total(spans: Iterable[Span], kind: str) -> float:
-    """Summed duration of the spans of one kind."""
-    return sum(s.end - s.start for s in spans if s.kind == kind)
+def total(spans: Iterable[Span], kind: str, note: str | None = None) -> float:
+    """Summed duration of the spans of one kind (and, if given, one note)."""
+    return sum(s.end - s.start for s in spans
+               if s.kind == kind and (note is None or s.note == note))
 
 
 def covered(spans: Iterable[Span], busy: Iterable[tuple[float, float]]) -> float:
