@@ -105,8 +105,13 @@ def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str 
          width: float = 14.0) -> str:
     """A standalone LaTeX document drawing the timeline of `run` (or of several runs, stacked
     on one time scale); written to `path` when given. width: cm of the longest makespan.
-    palette/column as in `pslab.plot.TimelinePlot`.
+    palette/column as in `pslab.plot.TimelinePlot`. A `pslab.nas.Search` (figure 003) gets its
+    three-tier timeline (`pslab.nas.tikz.tikz`).
     """
+    if type(run).__module__ == "pslab.nas.search":  # figure 003: loaded only when asked for
+        from .nas.tikz import tikz as tiers_tikz
+
+        return tiers_tikz(run, path, width=number("width (cm)", width, positive=True))
     if palette not in PALETTES:
         raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
     runs = as_runs(run)

@@ -5,12 +5,18 @@
 - `figure001()`: four GPUs with the compute durations the figure draws, "update every step"
   vs "accumulate two steps, then update" (one gradient sync block of `sync_time`).
 - `figure002()`: three data-parallel workers on a parameter server, for the data-flow diagram.
+- `figure003()`: neural architecture search by REINFORCE, 2 shards, 3 controllers, 2 children.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from .checks import number
 from .cluster import Cluster
 from .run import Run, train
+
+if TYPE_CHECKING:  # pslab.nas loads on first use
+    from .nas import Search
 
 # Figure 001's blocks, GPU1..GPU4 x (step 1, step 2), in units of 1.2em of the seed's TikZ.
 FIGURE001_DURATIONS = [[2.8, 3.7], [4.0, 2.8], [3.2, 3.2], [3.0, 4.0]]
@@ -49,4 +55,13 @@ def figure002(seed: int = 0) -> Run:
                  cluster=Cluster(jitter=0.2))
 
 
-REPLAYS = {"figure000": figure000, "figure001": figure001, "figure002": figure002}
+def figure003(seed: int = 0) -> "Search":
+    """Figure 003 live: S = 2 server shards, K = 3 controller replicas, m = 2 children each, 10
+    rounds of NAS by REINFORCE (a `pslab.nas.Search`; draw it with `pslab.nas.plot_figure`)."""
+    from .nas import search  # loaded on first use: `import pslab` stays light
+
+    return search(servers=2, controllers=3, children=2, rounds=10, seed=seed)
+
+
+REPLAYS = {"figure000": figure000, "figure001": figure001, "figure002": figure002,
+           "figure003": figure003}

@@ -46,12 +46,12 @@ def test_one_controller_one_child_is_a_plain_sequential_reinforce_loop(cube):
     lr, rounds, seed, decay = 1.5, 8, 5, 0.8
     result = pslab.nas.search(servers=3, controllers=1, children=1, rounds=rounds, seed=seed,
                               lr=lr, cube=cube, decay=decay, **SMALL)
-    space, budget = Space(), child.Budget(steps=20)
+    space, budget = Space(), child.Budget(steps=20)  # batch 64, lr 0.2: the defaults
     theta = {n: torch.zeros(shape) for n, shape in space.shapes.items()}
     baseline, archs = None, []
     for r in range(rounds):
         rng = np.random.default_rng([seed, 11, 0, r])  # the replica's stream for round r
-        choices = controller.sample(theta, space, rng)
+        choices = controller.sample(controller.cdfs(theta, space), space, rng)
         arch = space.arch(choices)
         archs.append(arch)
         acc = child.train(arch, seed, budget)  # no cache
@@ -112,7 +112,7 @@ def test_children_take_time_by_size_and_each_replica_waits_for_all_its_children(
                             update_time=0.0)
     r = pslab.nas.search(controllers=2, children=3, rounds=3, cluster=cluster, numerics=False)
     for s in r.samples:  # steps x seconds per reference step x relative FLOPs
-        assert math.isclose(s.end - s.start, 150 * 0.01 * child.relative_cost(s.arch))
+        assert math.isclose(s.end - s.start, 75 * 0.01 * child.relative_cost(s.arch))
     assert child.relative_cost(((64, "relu"), (64, "relu"))) > child.relative_cost(
         ((8, "relu"),))
     for k in range(2):

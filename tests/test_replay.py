@@ -81,7 +81,7 @@ def test_figure002_is_three_workers_and_exactly_repeatable():
 def test_figures_command_writes_every_replay(tmp_path):
     written = figures(tmp_path)
     names = sorted(p.name for p in written)
-    assert names == sorted(f"figure00{i}.{ext}" for i in range(3) for ext in ("png", "svg", "tex"))
+    assert names == sorted(f"figure00{i}.{ext}" for i in range(4) for ext in ("png", "svg", "tex"))
     assert written[0].suffix == ".svg"
     for p in written:
         assert p.stat().st_size > 1000, p

@@ -11,10 +11,16 @@ server; children are real MLPs trained on the digits.
 from __future__ import annotations
 
 from .child import Budget, clear_cache
+from .compare import duels, plot_rewards
+from .diagram import plot_figure, plot_hierarchy
 from .random_search import random_search
 from .schedule import Sample, Update
 from .search import Found, Search, search
+from .scale import PAPER, paper_scale, plot_sweep, sweep_servers
 from .space import ACTIVATIONS, Arch, Space, describe
+from .tiers_plot import plot_tiers
 
 __all__ = ["search", "random_search", "Search", "Space", "Budget", "Sample", "Update", "Found",
-           "Arch", "ACTIVATIONS", "describe", "clear_cache"]
+           "Arch", "ACTIVATIONS", "describe", "clear_cache", "duels", "plot_rewards",
+           "plot_figure", "plot_hierarchy", "plot_tiers", "PAPER", "paper_scale",
+           "sweep_servers", "plot_sweep"]

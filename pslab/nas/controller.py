@@ -11,6 +11,8 @@ the same Θ and the same stream give the same children on every machine.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 import torch
 
@@ -25,18 +27,24 @@ def probabilities(logits: torch.Tensor) -> np.ndarray:
     return e / e.sum()
 
 
-def sample(theta: Params, space: Space, rng: np.random.Generator) -> tuple[int, ...]:
-    """One child's decisions (indices into the space), drawn from the policy Θ."""
-    depth_index = _draw(theta["depth"], rng)
+def cdfs(theta: Params, space: Space) -> dict[str, list[float]]:
+    """Each decision's cumulative probabilities: computed once per pulled Θ, then every child
+    of the round is drawn from them (sampling is then a few bisections, no softmax)."""
+    return {name: np.cumsum(probabilities(theta[name])).tolist() for name in space.shapes}
+
+
+def sample(cdf: dict[str, list[float]], space: Space, rng: np.random.Generator
+           ) -> tuple[int, ...]:
+    """One child's decisions (indices into the space), drawn from the policy's `cdfs`."""
+    depth_index = _draw(cdf["depth"], rng)
     choices = [depth_index]
     for name in space.decisions(space.depths[depth_index])[1:]:
-        choices.append(_draw(theta[name], rng))
+        choices.append(_draw(cdf[name], rng))
     return tuple(choices)
 
 
-def _draw(logits: torch.Tensor, rng: np.random.Generator) -> int:
-    cdf = np.cumsum(probabilities(logits))
-    return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), len(cdf) - 1))
+def _draw(cdf: list[float], rng: np.random.Generator) -> int:
+    return min(bisect_right(cdf, rng.random() * cdf[-1]), len(cdf) - 1)
 
 
 def log_prob(theta: Params, space: Space, choices: tuple[int, ...]) -> float:

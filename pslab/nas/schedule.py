@@ -66,7 +66,7 @@ class Tiers:
         self.K, self.m, self.rounds, self.seed = controllers, children, rounds, seed
         self.sync, self.learn, self.numerics = sync, learn, numerics
         self.budget, self.cube = budget, cube
-        self.theta0 = theta0  # what a timing-only or non-learning replica samples from
+        self.cdf0 = controller.cdfs(theta0, space)  # the initial, uniform policy
         layout = self.layout
         self.resources = [Resource() for _ in range(layout.shards)]
         self._transfers = [(s, r, cluster.transfer_time(BYTES_PER_VALUE * layout.keys(s)))
@@ -102,11 +102,12 @@ class Tiers:
             theta = self.layout.unflatten(torch.cat([p for _, p in pulls])) \
                 if self.numerics else None
             self._pulled[k] = ([v for v, _ in pulls], theta)
-        theta = self._pulled[k][1] if self._pulled[k][1] is not None else self.theta0
+        theta = self._pulled[k][1]  # None: timing only, or random search (never learns)
+        cdf = self.cdf0 if theta is None else controller.cdfs(theta, self.space)
         rng = np.random.default_rng([self.seed, _SAMPLE, k, r])
         batch, last = [], t
         for j in range(self.m):
-            arch = self.space.arch(controller.sample(theta, self.space, rng))
+            arch = self.space.arch(controller.sample(cdf, self.space, rng))
             row = self.K + k * self.m + j
             d = self.budget.steps * self.step_time[row - self.K, r] * child.relative_cost(arch)
             self.timeline.append(Span(row, None, "compute", t, t + d, r))

@@ -28,6 +28,9 @@ from .schedule import Sample, Tiers, Update
 from .space import Arch, Space, as_space, describe
 
 TIERS = ("servers", "controllers", "children")
+# The default timing: a reference-size child (the core's 64-32-10 MLP) takes 20 ms a step, so
+# 1.5 s for its 75 steps; the network and the updates are the core's defaults.
+DEFAULT_CLUSTER = dict(compute_time=0.02)
 
 
 class Found(NamedTuple):
@@ -164,7 +167,7 @@ def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any
         cube=cube, decay=number("decay", decay))
     if cfg["decay"] >= 1:
         raise ValueError(f"decay must be a number >= 0 and < 1 (got {decay!r})")
-    cluster = Cluster() if cluster is None else cluster
+    cluster = Cluster(**DEFAULT_CLUSTER) if cluster is None else cluster
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
     cluster.check(cfg["controllers"] * cfg["children"], cfg["rounds"])  # speeds: per child
@@ -178,7 +181,7 @@ def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any
 def search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: int = 10,
            seed: int = 0, lr: float = 2.0, mode: str = "async", numerics: bool = True,
            cluster: Cluster | None = None, space: Space | dict | None = None,
-           cube: bool = True, steps: int = 150, batch: int = 32, child_lr: float = 0.1,
+           cube: bool = True, steps: int = 75, batch: int = 64, child_lr: float = 0.2,
            decay: float = 0.8) -> Search:
     """Neural architecture search by REINFORCE on a parameter server (figure 003).
 
@@ -187,7 +190,7 @@ def search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: in
     choice. lr: the servers' step on Θ. mode: "async" (each push applied as it comes) or
     "sync" (one averaged update per round, a barrier across replicas). numerics: False runs the
     clock only (children are sampled from the initial, uniform policy; no training).
-    cluster: the timing model; a child takes steps × (compute_time / its speed) × its relative
+    cluster: the timing model (default `Cluster(compute_time=0.02)`); a child takes steps × (compute_time / its speed) × its relative
     FLOPs, `speeds` and `durations` are per child replica (K·m rows, one column per round).
     space: what is searched (`pslab.nas.Space`). cube: reward R³ (the paper) or R.
     steps, batch, child_lr: each child's training budget. decay: the baseline's EMA decay.

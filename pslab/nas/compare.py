@@ -1,0 +1,80 @@
+"""REINFORCE against random search at the same budget, over several seeds (figure 003's claim).
+
+Both train controllers·children·rounds children per seed, from the same space and budget,
+and sample their first round from the same uniform policy, so they start level.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .random_search import random_search
+from .search import Search, search
+
+
+class Duel(NamedTuple):
+    """One seed's pair of searches."""
+
+    seed: int
+    reinforce: Search
+    random: Search
+
+
+def duels(seeds: Sequence[int] = (0, 1, 2), **kwargs) -> list[Duel]:
+    """REINFORCE and random search for each seed; kwargs go to both (where they apply)."""
+    shared = {k: v for k, v in kwargs.items()
+              if k in ("controllers", "children", "rounds", "space", "steps", "batch",
+                       "child_lr", "cluster")}
+    return [Duel(s, search(seed=s, **kwargs), random_search(seed=s, **shared)) for s in seeds]
+
+
+def table(found: Sequence[Duel], first: int = 3) -> list[tuple]:
+    """Rows (seed, method, mean R of the first `first` rounds, of the last `first`, best R)."""
+    rows = []
+    for d in found:
+        for name, r in (("REINFORCE", d.reinforce), ("random", d.random)):
+            c = r.curve
+            rows.append((d.seed, name, float(c[:first].mean()), float(c[-first:].mean()),
+                         r.best[0].accuracy))
+    return rows
+
+
+def summary(found: Sequence[Duel], first: int = 3) -> dict[str, tuple[float, float, float]]:
+    """Per method: the means over seeds of (first rounds' R, last rounds' R, best R)."""
+    rows = table(found, first)
+    return {m: tuple(float(np.mean([r[i] for r in rows if r[1] == m])) for i in (2, 3, 4))
+            for m in ("REINFORCE", "random")}
+
+
+def plot_rewards(found: Sequence[Duel]) -> Figure:
+    """Mean accuracy of the sampled children per round: each seed thin, the mean thick."""
+    fig = Figure(figsize=(11, 4.4), layout="constrained")
+    ax, ax2 = fig.subplots(1, 2)
+    colours = {"REINFORCE": "#2E7D32", "random": "#7F7F7F"}
+    for name, pick in (("REINFORCE", lambda d: d.reinforce), ("random", lambda d: d.random)):
+        curves = np.array([pick(d).curve for d in found])
+        best = np.array([np.maximum.accumulate(_round_best(pick(d))) for d in found])
+        x = np.arange(1, curves.shape[1] + 1)
+        for c, b in zip(curves, best):
+            ax.plot(x, c, color=colours[name], alpha=0.3, lw=1)
+            ax2.plot(x, b, color=colours[name], alpha=0.3, lw=1)
+        ax.plot(x, curves.mean(0), color=colours[name], lw=3, label=f"{name} (mean)")
+        ax2.plot(x, best.mean(0), color=colours[name], lw=3, label=f"{name} (mean)")
+    ax.set_title(f"mean accuracy R of the children sampled, {len(found)} seeds", fontsize=12)
+    ax2.set_title("best accuracy found so far", fontsize=12)
+    for a in (ax, ax2):
+        a.set_xlabel("round", fontsize=12)
+        a.set_ylabel("held-out accuracy", fontsize=12)
+        a.tick_params(labelsize=11)
+        a.grid(alpha=0.3)
+        a.legend(fontsize=11, frameon=False, loc="lower right")
+    return fig
+
+
+def _round_best(r: Search) -> np.ndarray:
+    out = np.zeros(r.rounds)
+    for s in r.samples:
+        out[s.round] = max(out[s.round], s.accuracy)
+    return out

@@ -1,0 +1,217 @@
+"""Figure 003's dashboard: sliders for S, K, m, rounds and the controller's learning rate in
+front of a live search, its three-tier timeline and its learning curve.
+
+While a slider moves, each value runs the clock only (`numerics=False`: the children are drawn
+from the initial, uniform policy and nothing trains), so the timeline follows at once. When
+the sliders rest for `settle_delay` seconds, the real search runs (children trained, cached)
+with a random search at the same budget, and the timeline and the reward curves are redrawn
+from it. Without a running event loop (tests, scripts) that happens at once.
+
+    pslab.nas.dashboard()          # S=2, K=3, m=2, 10 rounds, lr 2
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import html
+import time
+from typing import Any
+
+import ipywidgets as W
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from ..livefigure import png_bytes
+from ..widgets import _widget_bundle
+from .random_search import random_search
+from .search import Search, search
+from .space import describe
+from .tiers_plot import plot_tiers, server_busy
+
+LRS = (0.2, 0.5, 1.0, 2.0, 4.0, 10.0)
+RANGES = {"servers": (1, 8), "controllers": (1, 8), "children": (1, 4), "rounds": (2, 20)}
+START = dict(servers=2, controllers=3, children=2, rounds=10, lr=2.0, mode="async")
+DPI = 80
+
+
+def _render(fig: Figure) -> bytes:
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return png_bytes(canvas)
+
+
+def describe_search(result: Search) -> str:
+    """The numbers a dashboard prints (exact: they compare between runs)."""
+    text = (f"S={result.servers}, K={result.controllers}, m={result.children}, "
+            f"{result.rounds} rounds: makespan {result.makespan:.1f} s, busiest shard busy "
+            f"{server_busy(result):.0%}, max staleness {max(result.staleness, default=0)}")
+    if not result.config["numerics"]:
+        return text + " (timing only)"
+    c, best = result.curve, result.best[0]
+    return (text + f"; mean R {c[0]:.1%} (round 1) → {c[-1]:.1%} (round {result.rounds}); "
+            f"best {describe(best.arch)} {best.accuracy:.1%}")
+
+
+def plot_curves(result: Search, baseline: Search | None = None) -> Figure:
+    """Mean accuracy of the children per round: each replica thin, the mean thick, random
+    search at the same budget grey."""
+    fig = Figure(figsize=(11, 3.6), dpi=DPI, layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(1, result.rounds + 1)
+    for k, row in enumerate(result.rewards):
+        ax.plot(x, row, color="#2E7D32", alpha=0.35, lw=1.2)
+    ax.plot(x, result.curve, color="#2E7D32", lw=3, label="REINFORCE, mean of the replicas")
+    if baseline is not None:
+        ax.plot(x, baseline.curve, color="0.45", lw=3, ls="--",
+                label="random search, same budget")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("round", fontsize=12)
+    ax.set_ylabel("held-out accuracy R", fontsize=12)
+    ax.tick_params(labelsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=11, frameon=False, loc="lower right")
+    ax.set_title("mean accuracy of the children sampled each round", fontsize=12)
+    return fig
+
+
+class Dashboard:
+    """Controls + the live timeline and reward curves of figure 003. Display it as the last
+    line of a cell. Headless: `dash.set(controllers=5)`, then `dash.result`, `dash.images`."""
+
+    latest: "Dashboard | None" = None
+
+    def __init__(self, *, settle_delay: float | None = 0.4, seed: int = 0, **start: Any):
+        unknown = set(start) - set(START)
+        if unknown:
+            raise ValueError(f"no control named {', '.join(sorted(unknown))}; the controls "
+                             f"are {', '.join(START)}")
+        values = START | start
+        self.seed, self.settle_delay = seed, settle_delay
+        self.controls: dict[str, W.ValueWidget] = {
+            n: W.IntSlider(values[n], min=lo, max=hi, description=n)
+            for n, (lo, hi) in RANGES.items()}
+        self.controls["lr"] = W.SelectionSlider(options=[(f"{v:g}", v) for v in LRS],
+                                                value=values["lr"], description="lr")
+        self.controls["mode"] = W.Dropdown(options=["async", "sync"], value=values["mode"],
+                                           description="mode")
+        for name, c in self.controls.items():
+            c.style = {"description_width": "90px"}
+            c.layout = W.Layout(width="320px")
+            c.add_class(f"pslab-{name}")
+        # the browser test moves the `pslab-workers` slider: the controllers are the workers
+        # of figure 003's parameter server
+        self.controls["controllers"].add_class("pslab-workers")
+        self.images = {n: W.Image(format="png", layout=W.Layout(flex="0 0 auto"))
+                       for n in ("timeline", "rewards")}
+        for n, img in self.images.items():
+            img.add_class(f"pslab-{n}")
+        self.status, self.numbers = W.HTML(), W.HTML()
+        self.status.add_class("pslab-status")
+        names = list(self.controls)
+        self.widget = W.VBox([W.HBox([W.VBox([self.controls[n] for n in names[:3]]),
+                                      W.VBox([self.controls[n] for n in names[3:]]
+                                             + [self.status])]),
+                              self.numbers, self.images["timeline"], self.images["rewards"]])
+        self.widget.add_class("pslab-dashboard")
+        self.result: Search | None = None
+        self.baseline: Search | None = None
+        self.latencies_ms: list[float] = []
+        self.errors: list[str] = []
+        self._handle: asyncio.TimerHandle | None = None
+        for c in self.controls.values():
+            c.observe(self._changed, names="value")
+        self._refresh()
+        self.settle()
+        Dashboard.latest = self
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {n: c.value for n, c in self.controls.items()}
+
+    def set(self, **values: Any) -> "Dashboard":
+        """Set several controls, then re-simulate (and settle, without an event loop)."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"no control named {', '.join(sorted(unknown))}")
+        for name, value in values.items():
+            self.controls[name].value = value
+        return self
+
+    def _search(self, numerics: bool) -> Search:
+        return search(seed=self.seed, numerics=numerics, **self.settings)
+
+    def _changed(self, change: Any) -> None:
+        try:
+            t0 = time.perf_counter()
+            self._refresh()
+            self.latencies_ms.append((time.perf_counter() - t0) * 1000)
+        except Exception as exc:  # a callback must never die silently in the kernel
+            self._fail(exc)
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or self.settle_delay is None:
+            self.settle()
+        else:
+            self._state("busy", "training the children: waiting for the sliders to rest…")
+            self._handle = loop.call_later(self.settle_delay, self.settle)
+
+    def _refresh(self) -> None:
+        """The fast path: the clock only, the timeline redrawn."""
+        self.result = self._search(numerics=False)
+        self._show_timeline()
+        self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
+
+    def _show_timeline(self) -> None:
+        fig = Figure(figsize=(11, 5.2), dpi=DPI, layout="constrained")
+        r = self.result
+        when = ("the search, children trained" if r.config["numerics"] else
+                "clock only while the sliders move: children drawn from the initial policy")
+        plot_tiers(r, fig.add_subplot(), replicas=4,
+                   title=f"{when}\nmakespan {r.makespan:.1f} s, busiest shard busy "
+                         f"{server_busy(r):.0%}"
+                         + (f" (first 4 of {r.controllers} replicas shown)"
+                            if r.controllers > 4 else ""))
+        self.images["timeline"].value = _render(fig)
+
+    def settle(self) -> None:
+        """The slow path: the real search and random search; every plot redrawn."""
+        self._handle = None
+        try:
+            self._state("busy", "training the children…")
+            self.result = self._search(numerics=True)
+            s = self.settings
+            self.baseline = random_search(controllers=s["controllers"], children=s["children"],
+                                          rounds=s["rounds"], seed=self.seed)
+            self._show_timeline()
+            self.images["rewards"].value = _render(plot_curves(self.result, self.baseline))
+            self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
+            self._state("ready", f"ready ({self.result.trained} children trained now, the "
+                                 "rest from the cache)")
+        except Exception as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: Exception) -> None:
+        self.errors.append(f"{type(exc).__name__}: {exc}")
+        self._state("error", html.escape(self.errors[-1]))
+
+    def _state(self, state: str, text: str) -> None:
+        colour = {"ready": "#2e7d32", "busy": "#b26a00", "error": "#c62828"}[state]
+        self.status.value = f'<span data-state="{state}" style="color:{colour}">{text}</span>'
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = _widget_bundle(self.widget, include, exclude)
+        bundle["text/plain"] = "pslab NAS dashboard: " + describe_search(self.result)
+        bundle["image/png"] = base64.b64encode(self.images["timeline"].value).decode("ascii")
+        return bundle
+
+
+def dashboard(**start: Any) -> Dashboard:
+    """Figure 003's dashboard; keyword arguments set the controls' starting values."""
+    return Dashboard(**start)

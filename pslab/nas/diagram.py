@@ -1,0 +1,163 @@
+"""Figure 003 live: servers -> controller replicas -> child replicas, drawn from a finished
+search, with what flowed on every edge counted from its timeline and samples.
+
+As figure 002's diagram (`pslab.dataflow_plot`) does for data parallelism: Θ pulls and
+gradient pushes (and their bytes, and the worst staleness) between the servers and each
+replica; architectures handed down and accuracies R returned between a replica and each of its
+children. Wide tiers are drawn as the seed draws them: the first two replicas, dots, the last.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch
+
+from ..dataflow_plot import _arrow, fmt_bytes
+from ..palette import ROLES
+from .search import Search
+
+FONT = 11  # box text; readable from the back row at the figure's 12 inches
+SMALL = 10  # edge labels
+
+
+class Flow(NamedTuple):
+    """What one controller replica exchanged during a search."""
+
+    controller: int
+    pulls: int  # rounds in which it fetched Θ (from all S shards)
+    pull_bytes: int
+    pushes: int  # gradients pushed (to all S shards)
+    push_bytes: int
+    max_staleness: int  # of its applied gradients
+    handed_out: list[int]  # architectures given to each child
+    mean_accuracy: list[float]  # mean R each child returned
+
+
+def flows(result: Search) -> list[Flow]:
+    """Per-replica counts, read off `result.timeline`, `.samples` and `.history`."""
+    if not isinstance(result, Search):
+        raise ValueError(f"result must be a pslab.nas.Search (what pslab.nas.search returns) "
+                         f"(got {type(result).__name__})")
+    nbytes = result.shard_bytes
+    out = []
+    for k in range(result.controllers):
+        mine = [s for s in result.timeline if s.worker == k and s.shard is not None]
+        pulls = [s for s in mine if s.kind == "fetch"]
+        pushes = [s for s in mine if s.kind == "push"]
+        stale = [u.staleness for u in result.history if u.controller == k]
+        kids = [[s.accuracy for s in result.samples if s.controller == k and s.child == j]
+                for j in range(result.children)]
+        out.append(Flow(k, len({s.step for s in pulls}), sum(nbytes[s.shard] for s in pulls),
+                        len({s.step for s in pushes}), sum(nbytes[s.shard] for s in pushes),
+                        max(stale, default=0), [len(a) for a in kids],
+                        [float(np.mean(a)) if a else float("nan") for a in kids]))
+    return out
+
+
+def shown(n: int, most: int = 3) -> list[int | None]:
+    """Which replicas to draw: all when few, else the first two, None (dots) and the last."""
+    return list(range(n)) if n <= most else [0, 1, None, n - 1]
+
+
+def _box(ax: Axes, x: float, y: float, w: float, h: float, role: str, text: str) -> None:
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
+                                boxstyle="round,pad=0.02,rounding_size=0.08",
+                                facecolor=ROLES[role], edgecolor="black", linewidth=1.2))
+    ax.text(x, y, text, ha="center", va="center", fontsize=FONT)
+
+
+def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
+    """The three tiers of figure 003 with every edge labelled from `result`."""
+    found = flows(result)
+    if ax is None:
+        ax = Figure(figsize=(13, 6.6), layout="constrained").add_subplot()
+    ax.set_axis_off()
+    ax.set_xlim(0, 13)
+    ax.set_ylim(-0.2, 6.6)
+    y_srv, y_ctl, y_kid = 5.7, 3.3, 0.6
+    servers = shown(result.servers, 4)
+    xs = np.linspace(3.0, 10.0, len(servers))
+    for s, x in zip(servers, xs):
+        if s is None:
+            ax.text(x, y_srv, "···", ha="center", va="center", fontsize=16)
+        else:
+            _box(ax, x, y_srv, 1.7, 0.8, "server",
+                 f"Server {s + 1}\n{_plural(result.layout.keys(s), 'key')} of Θ")
+    ax.add_patch(FancyBboxPatch((2.0, y_srv - 0.55), 9.0, 1.1, boxstyle="round,pad=0.02",
+                                fill=False, linestyle="--", edgecolor="0.4"))
+    mode = "async" if result.config["mode"] == "async" else "sync rounds"
+    ax.text(11.15, y_srv, f"S = {result.servers} shards\nhold Θ ({result.layout.size} keys)"
+            f"\n{len(result.history)} updates ({mode})", ha="left", va="center", fontsize=SMALL)
+    ctl = shown(result.controllers)
+    pitch = 13 / len(ctl)
+    for i, k in enumerate(ctl):
+        cx = pitch * (i + 0.5)
+        if k is None:
+            ax.text(cx, y_ctl, "···", ha="center", va="center", fontsize=16)
+            continue
+        f = found[k]
+        _box(ax, cx, y_ctl, 2.3, 0.8, "controller", f"Controller {k + 1}\n{f.pushes} gradients")
+        dock = 2.2 + 8.6 * (i + 0.5) / len(ctl)  # where its arrows meet the servers' box
+        _arrow(ax, (dock + 0.15, y_srv - 0.57), (cx + 0.15, y_ctl + 0.42), ROLES["weight"],
+               dashed=True)
+        _arrow(ax, (cx - 0.15, y_ctl + 0.42), (dock - 0.15, y_srv - 0.57), ROLES["gradient"])
+        mid = ((dock + cx) / 2, (y_srv + y_ctl) / 2)
+        ax.text(mid[0] + 0.45, mid[1] + 0.1, f"{f.pulls} pulls of Θ\n{fmt_bytes(f.pull_bytes)}",
+                ha="left", va="center", fontsize=SMALL, color=ROLES["weight"])
+        ax.text(mid[0] - 0.45, mid[1] - 0.1, f"{f.pushes} pushes of ∇Θ\nstale ≤ "
+                f"{f.max_staleness}", ha="right", va="center", fontsize=SMALL,
+                color=ROLES["gradient"])
+        _children(ax, result, f, cx, pitch, y_ctl, y_kid)
+    ax.set_title(_title(result), fontsize=12)
+    return ax.figure
+
+
+def _children(ax: Axes, result: Search, f: Flow, cx: float, pitch: float, y_ctl: float,
+              y_kid: float) -> None:
+    kids = shown(result.children)
+    width = min(1.25, 0.85 * pitch / len(kids))
+    for i, j in enumerate(kids):
+        x = cx + (i + 0.5 - len(kids) / 2) * pitch * 0.92 / len(kids)
+        if j is None:
+            ax.text(x, y_kid, "···", ha="center", va="center", fontsize=14)
+            continue
+        acc = f.mean_accuracy[j]
+        r_text = "R = –" if np.isnan(acc) else f"R̄ = {acc:.0%}"
+        _box(ax, x, y_kid, width, 0.8, "child", f"Child {j + 1}\n{r_text}")
+        dock = cx + (x - cx) * 0.3
+        # an architecture down (the child's blue, darker), its accuracy R back up (black)
+        _arrow(ax, (dock - 0.08, y_ctl - 0.42), (x - 0.08, y_kid + 0.42), "#3D6F99")
+        _arrow(ax, (x + 0.08, y_kid + 0.42), (dock + 0.08, y_ctl - 0.42), "0.1")
+        if i == 0:
+            ax.text((dock + x) / 2 - 0.3, (y_ctl + y_kid) / 2,
+                    f"{f.handed_out[j]} nets ↓\n{f.handed_out[j]} × R ↑", ha="right",
+                    va="center", fontsize=SMALL, color="0.2")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _title(result: Search) -> str:
+    head = (f"Figure 003: S = {result.servers} servers, K = {result.controllers} controller "
+            f"replicas, m = {result.children} children each, {result.rounds} rounds")
+    if not result.config["numerics"]:
+        return head + f" (timing only): makespan {result.makespan:.0f} s"
+    best = result.best[0]
+    return (head + f"\n{len(result.samples)} children trained, mean R {result.curve[0]:.0%} "
+            f"(round 1) → {result.curve[-1]:.0%} (round {result.rounds}); best {best}")
+
+
+def plot_figure(result: Search) -> Figure:
+    """Figure 003 replayed: the three tiers with their flows, above their timeline."""
+    from .tiers_plot import plot_tiers, rows
+
+    n_rows = len(rows(result, min(result.controllers, 4)))
+    fig = Figure(figsize=(13, 6.6 + 0.3 * n_rows + 1.6), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[6.6, 0.3 * n_rows + 1.6])
+    plot_hierarchy(result, top.add_subplot())
+    plot_tiers(result, bottom.add_subplot(), replicas=min(result.controllers, 4))
+    return fig

@@ -1,0 +1,64 @@
+"""Figure 003 at the paper's scale, timing only: S = 20, K = 100, m = 8 (Zoph & Le 2017, §4.1).
+
+800 children train at once; every round, each of the 100 replicas pulls Θ from every shard
+and pushes a gradient to every shard, and each push is an update. So every shard serves
+200 transfers and 100 updates per round, whatever S is: what S divides is the bytes of each
+transfer and the work of each update. `sweep_servers` shows where the shards stop being the
+bottleneck. Our Θ is small (33 floats), so the paper-scale network is slow on purpose
+(1 kB/s per shard link) to give Θ's traffic the weight a real controller's would have.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from matplotlib.figure import Figure
+
+from ..cluster import Cluster
+from .search import Search, search
+from .tiers_plot import server_busy
+
+PAPER = dict(servers=20, controllers=100, children=8)
+PAPER_CLUSTER = dict(compute_time=0.02, latency=0.001, bandwidth=1e3, update_time=0.2)
+
+
+def paper_scale(servers: int = 20, rounds: int = 5, seed: int = 0, **overrides) -> Search:
+    """One timing-only search at the paper's K = 100, m = 8 (S = `servers`)."""
+    kw = dict(PAPER, servers=servers, rounds=rounds, seed=seed, numerics=False,
+              cluster=Cluster(**PAPER_CLUSTER))
+    return search(**(kw | overrides))
+
+
+def sweep_servers(values: Sequence[int] = (1, 2, 4, 8, 12, 16, 20), rounds: int = 5,
+                  seed: int = 0) -> list[Search]:
+    """The paper-scale search once per number of shards."""
+    return [paper_scale(s, rounds, seed) for s in values]
+
+
+def lower_bound(rounds: int = 5, seed: int = 0) -> float:
+    """The makespan on a free network (transfers and updates instant): only children count."""
+    return paper_scale(1, rounds, seed, cluster=Cluster.free(
+        compute_time=PAPER_CLUSTER["compute_time"])).makespan
+
+
+def plot_sweep(results: Sequence[Search], floor: float | None = None) -> Figure:
+    """Makespan and the busiest shard's load against S."""
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    ax, ax2 = fig.subplots(1, 2)
+    s = [r.servers for r in results]
+    ax.plot(s, [r.makespan for r in results], "o-", color="#C0392B", lw=2, label="makespan")
+    if floor is not None:
+        ax.axhline(floor, color="0.4", ls="--", lw=1.2, label="free network (children only)")
+    ax.set_xlabel("parameter-server shards S", fontsize=12)
+    ax.set_ylabel("virtual seconds", fontsize=12)
+    ax.set_title(f"K = {results[0].controllers}, m = {results[0].children}, "
+                 f"{results[0].rounds} rounds: time to finish", fontsize=12)
+    ax.legend(fontsize=11, frameon=False)
+    ax2.plot(s, [100 * server_busy(r) for r in results], "s-", color="#2E5FA8", lw=2)
+    ax2.set_ylim(0, 105)
+    ax2.set_xlabel("parameter-server shards S", fontsize=12)
+    ax2.set_ylabel("busiest shard busy (% of makespan)", fontsize=12)
+    ax2.set_title("the servers' load", fontsize=12)
+    for a in (ax, ax2):
+        a.tick_params(labelsize=11)
+        a.grid(alpha=0.3)
+    return fig

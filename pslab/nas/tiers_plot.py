@@ -1,0 +1,117 @@
+"""Figure 003's three-tier timeline: server shards on top, controller replicas, their children.
+
+A shard's row shows every job it served (Θ pulls blue, gradient pushes red, updates grey), so
+a loaded server is a solid bar; a replica's row shows its own pulls and pushes and, white, the
+time it waits for its slowest child (or for a busy shard); a child's row shows its training
+(orange, as long as its FLOPs) and, white, the wait for its siblings. Colours are figure 000's
+(`pslab.palette`). Large searches show the first `replicas` controllers and their children.
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ..palette import PALETTES
+from .search import Search
+
+NAMES = {"fetch": "Θ pull", "push": "gradient push", "update": "update of Θ",
+         "compute": "child training", "idle": "waiting"}
+HEIGHT = 0.8
+
+
+def rows(result: Search, replicas: int | None = None) -> list[tuple[str, str, int]]:
+    """(tier, label, key) top to bottom; key is the shard for servers, else `Span.worker`."""
+    shown = result.controllers if replicas is None else min(replicas, result.controllers)
+    out = [("servers", f"S{s + 1}", s) for s in range(result.servers)]
+    out += [("controllers", result.row_label(k), k) for k in range(shown)]
+    m = result.children
+    out += [("children", result.row_label(result.controllers + k * m + j),
+             result.controllers + k * m + j) for k in range(shown) for j in range(m)]
+    return out
+
+
+def blocks(result: Search, replicas: int | None = None) -> dict[str, list[tuple]]:
+    """(start, end, row) per kind: a pull or push is drawn on its replica's row and on its
+    shard's row (both are busy with it)."""
+    index = {(t == "servers", key): i for i, (t, _, key) in enumerate(rows(result, replicas))}
+    out: dict[str, list[tuple]] = {k: [] for k in NAMES}
+    for sp in result.timeline:
+        if sp.end <= sp.start:
+            continue
+        if sp.shard is not None:
+            out[sp.kind].append((sp.start, sp.end, index[(True, sp.shard)]))
+        i = None if sp.worker is None else index.get((False, sp.worker))
+        if i is not None:
+            out[sp.kind].append((sp.start, sp.end, i))
+    return out
+
+
+def plot_tiers(result: Search, ax: Axes | None = None, replicas: int | None = None,
+               title: str | None = None) -> Figure:
+    """Draw the three-tier timeline of `result` (see the module docstring)."""
+    if not isinstance(result, Search):
+        raise ValueError(f"result must be a pslab.nas.Search (what pslab.nas.search returns) "
+                         f"(got {type(result).__name__})")
+    table = rows(result, replicas)
+    if ax is None:
+        fig = Figure(figsize=(13, min(0.32 * len(table) + 1.8, 12)), layout="constrained")
+        ax = fig.add_subplot()
+    for kind, found in blocks(result, replicas).items():
+        if not found:
+            continue
+        a = np.array(found)
+        x0, x1, y = a[:, 0], a[:, 1], a[:, 2]
+        y0, y1 = y - HEIGHT / 2, y + HEIGHT / 2
+        verts = np.stack([np.stack(p, -1) for p in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], 1)
+        ax.add_collection(PolyCollection(verts, facecolors=PALETTES["ps"][kind],
+                                         edgecolors="black", linewidths=0.4,
+                                         zorder=3 if kind == "update" else 2))
+    ax.set_xlim(0, result.makespan * 1.01 or 1.0)
+    ax.set_ylim(len(table) - 0.5, -0.5)
+    size = 10 if len(table) <= 30 else 7
+    ax.set_yticks(range(len(table)), [label for _, label, _ in table], fontsize=size)
+    ax.tick_params(axis="x", labelsize=10)
+    ax.set_xlabel("virtual time (s)", fontsize=11)
+    _tier_bands(ax, table)
+    ax.legend(handles=[Patch(facecolor=PALETTES["ps"][k], edgecolor="black", label=v)
+                       for k, v in NAMES.items()], loc="upper left", bbox_to_anchor=(1.005, 1),
+              fontsize=10, frameon=False)
+    ax.set_title(title or _caption(result, len(table)), fontsize=11)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return ax.figure
+
+
+def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> None:
+    """A line between the tiers and the tier's name at its middle, left of the row labels."""
+    tiers = [t for t, _, _ in table]
+    for name in ("servers", "controllers", "children"):
+        idx = [i for i, t in enumerate(tiers) if t == name]
+        if not idx:
+            continue
+        if idx[0] > 0:
+            ax.axhline(idx[0] - 0.5, color="0.35", linewidth=1.0)
+        ax.text(-0.06, (idx[0] + idx[-1]) / 2, name, transform=ax.get_yaxis_transform(),
+                rotation=90, ha="right", va="center", fontsize=11, weight="bold")
+
+
+def _caption(result: Search, n_rows: int) -> str:
+    busy = server_busy(result)
+    text = (f"{result.method}: S = {result.servers}, K = {result.controllers}, m = "
+            f"{result.children}, {result.rounds} rounds — makespan {result.makespan:.0f} s, "
+            f"busiest shard busy {busy:.0%} of the time")
+    hidden = result.controllers - (n_rows - result.servers) // (1 + result.children)
+    return text + (f"\n(first {result.controllers - hidden} of {result.controllers} replicas "
+                   "shown)" if hidden > 0 else "")
+
+
+def server_busy(result: Search) -> float:
+    """The busiest shard's busy time over the makespan (its jobs never overlap: FCFS)."""
+    busy = [0.0] * result.servers
+    for sp in result.timeline:
+        if sp.shard is not None:
+            busy[sp.shard] += sp.end - sp.start
+    return max(busy) / result.makespan if result.makespan else 0.0

@@ -1,0 +1,109 @@
+"""Figure 003 drawn: the tiers' flows counted from a search, the three-tier timeline and its
+TikZ export (it compiles), the paper-scale sweep, the replay and the dashboard."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+import pslab
+from pslab.nas import compare, scale
+from pslab.nas.dashboard import Dashboard
+from pslab.nas.diagram import flows, plot_hierarchy
+from pslab.nas.tiers_plot import blocks, rows, server_busy
+from pslab.tex import tex_available
+
+SMALL = dict(steps=20)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return pslab.nas.search(servers=2, controllers=3, children=2, rounds=4, seed=1, **SMALL)
+
+
+def test_flows_count_what_went_over_every_edge(result):
+    theta_bytes = 4 * result.layout.size
+    for f in flows(result):
+        assert f.pulls == f.pushes == 4
+        assert f.pull_bytes == f.push_bytes == 4 * theta_bytes
+        assert f.handed_out == [4, 4]
+        for j, mean in enumerate(f.mean_accuracy):
+            accs = [s.accuracy for s in result.samples if s.controller == f.controller
+                    and s.child == j]
+            assert mean == pytest.approx(np.mean(accs))
+    assert max(f.max_staleness for f in flows(result)) == max(result.staleness)
+
+
+def test_hierarchy_labels_come_from_the_run(result):
+    fig = plot_hierarchy(result)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any("4 pulls of Θ" in t for t in texts)
+    assert sum("Controller" in t for t in texts) == 3
+    assert sum("Child" in t for t in texts) == 6
+    with pytest.raises(ValueError, match="pslab.nas.Search"):
+        flows("not a search")
+
+
+def test_the_timeline_has_a_row_per_shard_replica_and_child(result):
+    table = rows(result)
+    assert [t for t, _, _ in table] == ["servers"] * 2 + ["controllers"] * 3 + ["children"] * 6
+    drawn = blocks(result)
+    assert len(drawn["compute"]) == 3 * 2 * 4  # one training block per child per round
+    server_rows = {0, 1}
+    per_shard = [sum(1 for k in ("fetch", "push", "update") for (_, _, r) in drawn[k] if r == s)
+                 for s in server_rows]
+    assert per_shard == [3 * 4 * 3] * 2  # pulls, pushes and updates of every replica's round
+    assert 0 < server_busy(result) < 1
+    assert isinstance(pslab.nas.plot_tiers(result), Figure)
+
+
+def test_tikz_draws_every_block_and_compiles(result, tmp_path):
+    doc = pslab.tikz(result, tmp_path / "nas.tex")
+    assert doc.count("[ps compute]") == 3 * 2 * 4 + 1  # + the legend's swatch
+    assert "\\begin{tikzpicture}" in doc and (tmp_path / "nas.tex").exists()
+    if not tex_available(svg=False):
+        pytest.skip("pdflatex not installed")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "nas.tex"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert (tmp_path / "nas.pdf").stat().st_size > 1000
+
+
+def test_paper_scale_loads_the_servers_and_more_shards_relieve_them():
+    few, many = scale.sweep_servers((1, 20), rounds=2)
+    assert few.controllers == 100 and len(few.samples) == 100 * 8 * 2
+    assert server_busy(few) > 0.95  # one shard serves every replica: it never rests
+    assert many.makespan < few.makespan / 3
+    assert scale.lower_bound(rounds=2) <= many.makespan
+
+
+def test_reinforce_against_random_table_has_both_methods_per_seed():
+    found = compare.duels((0,), rounds=3, **SMALL)
+    table = compare.table(found, first=1)
+    assert [r[1] for r in table] == ["REINFORCE", "random"]
+    d = found[0]
+    assert table[0][2] == pytest.approx(d.reinforce.curve[0])
+    assert table[1][4] == d.random.best[0].accuracy
+    assert isinstance(compare.plot_rewards(found), Figure)
+
+
+def test_replay_figure003_repeats_exactly():
+    a, b = pslab.replay.figure003(), pslab.replay.figure003()
+    assert (a.servers, a.controllers, a.children, a.rounds) == (2, 3, 2, 10)
+    assert a.samples == b.samples and a.timeline == b.timeline
+    assert isinstance(pslab.nas.plot_figure(a), Figure)
+
+
+def test_dashboard_timeline_follows_the_sliders_and_settles():
+    dash = Dashboard(settle_delay=None, rounds=3)
+    assert dash.errors == [] and dash.result.config["numerics"]
+    before = dash.images["timeline"].value
+    dash.set(controllers=4)
+    assert dash.result.controllers == 4 and dash.images["timeline"].value != before
+    assert dash.baseline.method == "random" and len(dash.baseline.samples) == 4 * 2 * 3
+    assert "K=4" in dash.numbers.value and 'data-state="ready"' in dash.status.value
+    assert "pslab-workers" in dash.controls["controllers"]._dom_classes
+    with pytest.raises(ValueError, match="no control"):
+        dash.set(workers=3)
