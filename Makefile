@@ -14,6 +14,7 @@ START := notebooks/00_start_here.ipynb
 # course server, so say it only there. LAB_ARGS adds options (--no-browser, --port=...).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS ?=
+export TORCH_INDEX  # a CUDA wheel index for tools/install_torch.py (see README)
 
 .PHONY: install system lab present test demo figures screenshots
 

@@ -37,7 +37,7 @@ from .plot import StalenessPlot, TimelinePlot, TrainingPlot
 from .run import Run, single_thread, train
 
 MODES = ("sync", "async", "SSP")
-RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 4)}
+RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 8)}
 SLOWDOWN = (1.0, 4.0)  # how many times slower G1 may be
 TIMELINE_SIZE = (10.0, 4.4)  # inches: 16 workers + 4 shard rows still have readable labels
 TRAINING_SIZE = (7.0, 3.2)  # loss and accuracy panels, under the timeline

@@ -119,3 +119,21 @@ def test_torch_installer_on_a_machine_without_a_gpu(monkeypatch):
             raise
         pytest.skip("the package index is out of reach")
     assert laptop == [*pip, "install", "torch==2.13.0", "--index-url", t.CPU_INDEX]
+
+
+def test_readme_snippet_prints_what_the_readme_says():
+    """The README's first code block, run as written: its commented numbers are this run's."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```python\n(import pslab\n.*?)```", readme, re.S).group(1)
+    code = "\n".join(line for line in block.splitlines() if not line.startswith("run."))
+    claim = re.search(r"run\.final_accuracy\s+# ([\d.]+): ([\d.]+) % test accuracy after (\d+) "
+                      r"updates, at ([\d.]+) virtual seconds", block)
+    assert claim, "the snippet states its accuracy, updates and makespan"
+    scope: dict = {}
+    exec(code, scope)  # noqa: S102 - the README's own example
+    run = scope["run"]
+    assert f"{run.final_accuracy:.3f}" == claim.group(1)
+    assert f"{run.final_accuracy:.1%}" == claim.group(2) + "%"
+    assert run.updates == int(claim.group(3))
+    assert f"{run.makespan:.2f}" == claim.group(4)
+    assert f"{run.final_accuracy:.1%} test accuracy".replace("%", " %") in readme
