@@ -75,12 +75,23 @@ def join(job: Job, rank: int, meeting: Meeting | None) -> Callable[[], float]:
         store = dist.TCPStore(meeting.host, meeting.port, is_master=False, timeout=timeout)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=job.world,
                                 timeout=timeout)
+    handshake(job, rank)
     # Wall-clock time zero from rank 0: on one host every process reads the same clock; across
     # hosts time.time() is the one NTP keeps in step (perf_counter's origin is per machine).
     zero = torch.tensor([time.time()], dtype=torch.float64)
     dist.broadcast(zero, src=0)
     t0 = zero.item()
     return lambda: time.time() - t0
+
+
+def handshake(job: Job, rank: int) -> None:
+    """One tiny message on every worker-shard pair: with lazy init each pair connects on its
+    first message (~0.1 s here), which belongs to start-up, not to the first fetch."""
+    hello = torch.zeros(1)
+    role, _ = job.role(rank)
+    peers = range(job.num_shards, job.world) if role == "shard" else range(job.num_shards)
+    for peer in peers:  # shards hear workers in rank order, workers greet shards in rank order
+        (dist.recv if role == "shard" else dist.send)(hello, peer)
 
 
 def quiet() -> None:

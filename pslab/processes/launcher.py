@@ -153,25 +153,38 @@ class Launch:
             self.read(rank)
         if p.exitcode == 0:
             return
-        role, index = self.job.role(rank)
+        policy = self.job.policy
+        if self.job.role(rank)[0] == "worker" and rank not in self.errors \
+                and not policy.waits_for_update and policy.aggregate(self.job.workers) == 1:
+            self.failures.append(f"{self.where(rank)}; the others went on")
+            return
+        self.listen(0.5)  # the others' last words: who was killed, whose push is missing
+        raise ProcessFailure(self.explain())
+
+    def where(self, rank: int) -> str:
+        p, (role, index) = self.procs[rank], self.job.role(rank)
         how = (f"was killed by signal {signal.Signals(-p.exitcode).name}" if p.exitcode < 0
                else f"exited with code {p.exitcode}")
-        policy, name = self.job.policy, self.job.policy.name
-        if rank in self.errors:  # it said why; a shard's words name the worker at fault
-            self.listen(0.5)
-            first = min(self.errors)  # ranks 0..S-1 are the shards
-            raise ProcessFailure(f"{name} run stopped: {self.errors[first]}")
+        if role == "shard":
+            return f"shard {index} (pid {p.pid}) {how}"
         done = len({s.step for s in self.spans if s.worker == index and s.kind == "compute"})
-        where = f"{role} {index} (pid {p.pid}) {how} after {done} steps" if role == "worker" \
-            else f"{role} {index} (pid {p.pid}) {how}"
-        if role == "worker" and not policy.waits_for_update \
-                and policy.aggregate(self.job.workers) == 1:
-            self.failures.append(f"{where}; the others went on")
-            return
-        what = (f"{name} waits for every worker" if role == "worker"
-                else "the server lost part of its parameters")
-        raise ProcessFailure(f"{where}. {what[0].upper()}{what[1:]}, so the run stopped; the "
-                             f"partial run is this error's .run")
+        return f"worker {index} (pid {p.pid}) {how} after {done} steps"
+
+    def explain(self) -> str:
+        """Why the run stopped, root cause first: a process killed from outside, then what the
+        shards saw (they name the worker whose push is missing), then anything else."""
+        name = self.job.policy.name
+        killed = [r for r, p in enumerate(self.procs) if (p.exitcode or 0) < 0]
+        if killed:
+            role = self.job.role(killed[0])[0]
+            what = (f"{name} waits for every worker" if role == "worker"
+                    else "the server lost part of its parameters")
+            return (f"{self.where(killed[0])}. {what[0].upper()}{what[1:]}, so the run "
+                    f"stopped; the partial run is this error's .run")
+        if self.errors:
+            return f"{name} run stopped: {self.errors[min(self.errors)]}"
+        failed = [r for r, p in enumerate(self.procs) if p.exitcode]
+        return f"{name} run stopped: {self.where(failed[0])}"
 
     def listen(self, seconds: float) -> None:
         """Read whatever the processes still say for a moment (other errors, last spans)."""

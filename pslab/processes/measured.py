@@ -28,6 +28,7 @@ def assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complet
     timeline = sorted(spans + idle_spans(spans, job.workers), key=lambda s: (s.start, s.end))
     start = layout.split(layout.flatten(init_params(64, job.hidden, 10, job.seed)))
     data = Digits.load(job.seed)
+    updates = [dict(u, keys=torch.from_numpy(u["keys"])) for u in updates]
     history = []
     for r in records(updates, start):
         weights = layout.unflatten(torch.cat(r["held"]))

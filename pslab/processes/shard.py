@@ -105,8 +105,10 @@ class Shard:
         if applied:  # the update's time on the shard, then the waiting workers may go on
             u0, u1 = self.hold_link(self.job.update[self.index])
             self.report("spans", [Span(None, self.index, "update", u0, u1, step)])
+            # numpy, not a tensor: torch pickles a tensor for a pipe as shared memory fetched
+            # from the sender later, which fails once a finished shard has exited
             self.report("update", dict(shard=self.index, version=new_version, start=u0, time=u1,
-                                       staleness=stale, step=step, keys=keys,
+                                       staleness=stale, step=step, keys=keys.numpy(),
                                        worker=w if self.server.aggregate == 1 else None))
             with self.state:
                 self.applied_upto = max(self.applied_upto, seq)

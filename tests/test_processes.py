@@ -1,0 +1,217 @@
+"""The process backend on real OS processes (2 shards + 2-3 workers on loopback, seconds each).
+
+Every test ends by looking for what it started: no process may be left but multiprocessing's
+own two helpers (the forkserver and the resource tracker), and every pid the run used is gone.
+"""
+import _thread
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import pslab
+from pslab.processes import ProcessFailure
+
+pytestmark = pytest.mark.timeout(120)  # a hang fails the test instead of stalling the suite
+HELPERS = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, found by reading /proc (not assumed)."""
+    parent = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def helpers(pid: int) -> set[int]:
+    """multiprocessing's forkserver and resource tracker: children of `pid` that live as long as
+    it does. The run's processes are the forkserver's children (they share its command line)."""
+    return {p for p in descendants(pid) if parent(p) == pid
+            and any(h in cmdline(p) for h in HELPERS)}
+
+
+def parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+def leftovers(pid: int = os.getpid()) -> list[str]:
+    skip = helpers(pid)
+    return [f"{p}: {cmdline(p)}" for p in descendants(pid) if alive(p) and p not in skip]
+
+
+@pytest.fixture(autouse=True)
+def no_process_left():
+    yield
+    assert leftovers() == []
+
+
+def processes(**kwargs):
+    kwargs = {"workers": 3, "steps": 6, "backend": "processes", "timeout": 5, **kwargs}
+    return pslab.train(**kwargs)
+
+
+def gone(run):
+    return all(not alive(p) for p in run.config["pids"])
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(accumulate=2, workers=2),
+                                    dict(shards=3, cluster=pslab.Cluster(speeds=[0.5, 1, 1]))])
+def test_sync_on_processes_ends_with_the_simulated_weights(kwargs):
+    run = processes(mode="sync", **kwargs)
+    sim = pslab.train(mode="sync", steps=6, **{"workers": 3, **kwargs})
+    assert run.config["backend"] == "processes" and gone(run) and run.complete
+    assert set(run.weights) == set(sim.weights)
+    assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
+    assert [r.loss for r in run.history] == [r.loss for r in sim.history]
+    assert run.staleness == sim.staleness == [0] * 6
+
+
+def test_measured_timeline_has_every_kind_and_real_compute_times():
+    cluster = pslab.Cluster(speeds=[1, 1, 0.25])  # worker 2 computes 4x longer: 40 ms a step
+    run = processes(mode="sync", cluster=cluster, time_scale=0.01)
+    kinds = {s.kind for s in run.timeline}
+    assert kinds == {"fetch", "compute", "push", "update", "idle"}
+    compute = {w: [s.duration for s in run.timeline if s.kind == "compute" and s.worker == w]
+               for w in range(3)}
+    assert all(d >= 0.04 for d in compute[2])  # slept the model's time, at least
+    idle = {w: sum(s.duration for s in run.timeline if s.kind == "idle" and s.worker == w)
+            for w in range(3)}
+    assert idle[0] > idle[2] and idle[1] > idle[2]  # the fast ones wait for the straggler
+    assert run.makespan == max(s.end for s in run.timeline)
+
+
+def test_async_races_and_records_staleness_per_push():
+    run = processes(mode="async", workers=3, steps=8)
+    assert run.updates == 24 and len(run.staleness) == 24
+    assert all(s >= 0 for s in run.staleness) and max(run.staleness) >= 1
+    assert sorted((r.worker, r.step) for r in run.history) == [
+        (w, t) for w in range(3) for t in range(8)]
+
+
+def test_ssp_no_worker_runs_more_than_s_steps_ahead():
+    s = 1
+    run = processes(mode=pslab.SSP(s), cluster=pslab.Cluster(speeds=[1, 1, 0.25]), steps=6)
+    pushed = {}  # (worker, step) -> when its last shard had the push
+    for sp in run.timeline:
+        if sp.kind == "push":
+            pushed[sp.worker, sp.step] = max(pushed.get((sp.worker, sp.step), 0), sp.end)
+    for sp in run.timeline:
+        if sp.kind == "compute" and sp.step > s:
+            t = sp.step - s - 1
+            assert all(pushed[w, t] <= sp.start for w in range(3)), (sp, t)
+    assert run.updates == 18
+
+
+def test_async_goes_on_without_a_killed_worker():
+    run = processes(mode="async", kill={1: 2}, steps=6)
+    assert gone(run) and not run.complete
+    assert "worker 1" in run.config["failures"][0] and "SIGKILL" in run.config["failures"][0]
+    assert sorted({r.worker for r in run.history}) == [0, 1, 2]
+    assert sum(r.worker == 1 for r in run.history) == 2  # steps 0 and 1, then it died
+    assert sum(r.worker != 1 for r in run.history) == 12  # the others finished every step
+
+
+def test_sync_with_a_killed_worker_stops_with_a_clear_error():
+    with pytest.raises(ProcessFailure, match=r"worker 1 .*SIGKILL after 2 steps. Sync waits"
+                       ) as err:
+        processes(mode="sync", kill={1: 2}, timeout=3)
+    partial = err.value.run
+    assert not partial.complete and partial.updates == 2 and gone(partial)
+
+
+def test_sync_with_a_hung_worker_stops_within_its_timeout():
+    start = time.perf_counter()
+    with pytest.raises(ProcessFailure, match=r"no push of step 2 came from worker 1"):
+        processes(mode="sync", hang={1: 2}, timeout=1)
+    print(f"hung worker noticed after {time.perf_counter() - start:.1f} s")
+
+
+def test_async_with_a_hung_worker_finishes_without_it():
+    run = processes(mode="async", hang={2: 1}, timeout=1, steps=4)
+    assert "worker 2" in run.config["failures"][0] and "stopped answering" in \
+        run.config["failures"][0]
+    assert sum(r.worker == 2 for r in run.history) == 1 and run.updates == 9
+
+
+def test_interrupt_returns_the_partial_run_and_stops_every_process():
+    threading.Timer(3.0, _thread.interrupt_main).start()  # what the stop button does to Python
+    with pytest.warns(UserWarning, match="interrupted"):
+        run = processes(mode="async", steps=1000, time_scale=0.01)
+    assert not run.complete and 0 < run.updates < 3000 and gone(run)
+
+
+def test_children_die_with_their_launcher(tmp_path):
+    # The kernel killed outright (SIGKILL, as an out-of-memory kill or a restart does): the
+    # forkserver's children are not its children, so only their watchdog can stop them.
+    script = ("import pslab\nif __name__ == '__main__':\n"
+              "    pslab.train(steps=100000, backend='processes', time_scale=0.01)\n")
+    (tmp_path / "launcher.py").write_text(script)
+    launcher = subprocess.Popen([sys.executable, str(tmp_path / "launcher.py")])
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            skip = helpers(launcher.pid)
+            kids = [p for p in descendants(launcher.pid) if p not in skip]
+            if len(kids) >= 5:
+                break
+            time.sleep(0.2)
+        assert len(kids) >= 5, "the run never started"
+        everything = descendants(launcher.pid)
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait(10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(alive(p) for p in everything):
+            time.sleep(0.1)
+        assert [p for p in everything if alive(p)] == []  # the forkserver went too
+    finally:
+        launcher.kill()
+        launcher.wait(10)
+
+
+def test_a_torchrun_launch_on_loopback_gives_the_same_run(tmp_path):
+    torchrun = Path(sys.executable).with_name("torchrun")
+    cmd = [str(torchrun), "--standalone", "--nproc-per-node", "5", "-m", "pslab.processes",
+           "--shards", "2", "--workers", "3", "--steps", "4", "--mode", "sync",
+           "--out", str(tmp_path)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=110)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = pslab.processes.load_run(tmp_path)
+    sim = pslab.train(mode="sync", workers=3, steps=4)
+    assert run.complete and run.updates == 4
+    assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)

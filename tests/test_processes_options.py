@@ -1,0 +1,41 @@
+"""Bad settings of the process backend: a ValueError naming them before any process starts."""
+import pytest
+
+import pslab
+from pslab.processes import launcher
+
+BAD = [
+    (dict(backend="threads"), "backend"),
+    (dict(backend="processes", timeout=-1), "timeout"),
+    (dict(backend="processes", timeout=0), "timeout"),
+    (dict(backend="processes", time_scale=-0.1), "time_scale"),
+    (dict(backend="processes", address="not-an-address"), "address"),
+    (dict(backend="processes", address="localhost"), "address"),
+    (dict(backend="processes", address="300.1.1.1"), "address"),
+    (dict(backend="processes", start_method="fork"), "start_method"),
+    (dict(backend="processes", kill={3: 1}), "kill worker"),
+    (dict(backend="processes", kill={0: 50}), "kill step"),
+    (dict(backend="processes", hang=[1, 2]), "hang"),
+    (dict(backend="processes", numerics=False), "numerics"),
+    (dict(timeout=5), "timeout"),  # a process option on the simulated backend
+    (dict(kill={0: 1}), "kill"),
+]
+
+
+@pytest.mark.parametrize("kwargs, name", BAD)
+def test_bad_process_settings_are_named_before_any_process_starts(kwargs, name, monkeypatch):
+    def started(*args, **kwargs):
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(launcher.Launch, "start", started)
+    with pytest.raises(ValueError, match=name):
+        pslab.train(workers=3, steps=5, **kwargs)
+
+
+def test_loopback_is_the_default_and_other_addresses_are_taken_as_given():
+    from pslab.processes.options import check_options
+
+    assert check_options("processes", 3, 5).address == "127.0.0.1"
+    assert check_options("processes", 3, 5).loopback
+    assert not check_options("processes", 3, 5, address="10.0.0.7").loopback
+    assert check_options("simulated", 3, 5) is None
