@@ -21,6 +21,7 @@ from .worker import Worker
 
 _LAZY = {
     # submodules
+    "classic": ".classic",  # the papers' numbers re-derived (notebook 05)
     "plot": ".plot", "quiz": ".quiz", "replay": ".replay", "widgets": ".widgets", "nas": ".nas",
     # name -> the module that defines it
     "tikz": ".export", "Dashboard": ".widgets", "dashboard": ".widgets",
@@ -45,6 +46,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["Cluster", "SSP", "Sync", "Async", "Policy", "Run", "train", "ParameterServer",
-           "Backup", "SoftSync", "Record", "Span", "KINDS", "Worker", "plot", "replay", "tikz", "TimelinePlot",
+           "Backup", "SoftSync", "classic", "Record", "Span", "KINDS", "Worker", "plot", "replay",
+           "tikz", "TimelinePlot",
            "TrainingPlot", "StalenessPlot", "plot_timeline", "compare", "plot_training",
            "plot_staleness", "plot_dataflow", "quiz", "widgets", "Dashboard", "dashboard", "nas"]
