@@ -7,6 +7,7 @@ import math
 from numbers import Integral
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -109,6 +110,12 @@ class Run:
     @property
     def final_accuracy(self) -> float:
         return self.history[-1].accuracy if self.history else math.nan
+
+    def to_chrome_trace(self, path: str | Path) -> Path:
+        """Write the timeline as a Chrome trace (Perfetto, chrome://tracing); see trace.py."""
+        from .trace import to_chrome_trace
+
+        return to_chrome_trace(self, path)
 
     def __repr__(self) -> str:
         acc = self.final_accuracy

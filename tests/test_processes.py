@@ -17,6 +17,8 @@ import torch
 
 import pslab
 from pslab.processes import ProcessFailure
+from pslab.trace import chrome_trace
+from test_trace import check_trace
 
 pytestmark = pytest.mark.timeout(120)  # a hang fails the test instead of stalling the suite
 HELPERS = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
@@ -114,6 +116,7 @@ def test_measured_timeline_has_every_kind_and_real_compute_times():
             for w in range(3)}
     assert idle[0] > idle[2] and idle[1] > idle[2]  # the fast ones wait for the straggler
     assert run.makespan == max(s.end for s in run.timeline)
+    check_trace(chrome_trace(run), run)  # a measured run opens in Perfetto like a simulated one
 
 
 def test_async_races_and_records_staleness_per_push():
