@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -105,37 +106,37 @@ class Question:
         """Print whether `answer` is right, and why (from the runs)."""
         if answer is Ellipsis or answer is None:
             self.last = None
-            print(f"No prediction yet: replace ... with your answer ({self._form()}) and run "
+            _say(f"No prediction yet: replace ... with your answer ({self._form()}) and run "
                   "the cell again.")
             return
         try:
             right = self.is_right(answer)
         except ValueError as exc:
             self.last = None
-            print(f"Cannot check that: {exc}.")
+            _say(f"Cannot check that: {exc}.")
             return
         self.last = right
         truth = self.truth()
         if right:
-            print(f"✔ Right: {self._show(truth.value)}.")
-            print(f"Why: {truth.why}")
+            _say(f"✔ Right: {self._show(truth.value)}.")
+            _say(f"Why: {truth.why}")
         elif answers_hidden():
-            print("✘ Not right. (Answers are hidden: change the set-up, run it, and look "
+            _say("✘ Not right. (Answers are hidden: change the set-up, run it, and look "
                   "again.)")
             if self.hint:
-                print(f"Hint: {self.hint}")
+                _say(f"Hint: {self.hint}")
         else:
-            print(f"✘ Not quite: you said {self._show(self._normalise(answer))}, the runs say "
+            _say(f"✘ Not quite: you said {self._show(self._normalise(answer))}, the runs say "
                   f"{self._show(truth.value)}.")
-            print(f"Why: {truth.why}")
+            _say(f"Why: {truth.why}")
 
     def answer(self) -> None:
         """Print the answer and why, unless answers are hidden."""
         if answers_hidden():
-            print("Answers are hidden in this notebook.")
+            _say("Answers are hidden in this notebook.")
             return
         truth = self.truth()
-        print(f"Answer: {self._show(truth.value)}.\nWhy: {truth.why}")
+        _say(f"Answer: {self._show(truth.value)}.\nWhy: {truth.why}")
 
     def _show(self, value: Any) -> str:
         if self.kind == "number":
@@ -148,10 +149,23 @@ class Question:
         return "one of " + ", ".join(map(repr, self.choices))
 
     def __repr__(self) -> str:
-        return f"Question {self.key}: {self.prompt}\n  Answer with {self._form()}."
+        return _wrap(f"Question {self.key}: {self.prompt}") + f"\n  Answer with {self._form()}."
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))
+
+
+WIDTH = 72  # characters: a notebook cell on a 1024 px screen with the file browser open
+
+
+def _wrap(text: str) -> str:
+    """Lines broken between words at WIDTH, so no output wraps in the middle of a word."""
+    return "\n".join(textwrap.fill(line, WIDTH, break_long_words=False, break_on_hyphens=False)
+                     for line in text.split("\n"))
+
+
+def _say(text: str) -> None:
+    print(_wrap(text))
 
 
 # ---- the experiments --------------------------------------------------------------------------
@@ -357,3 +371,52 @@ def questions(prefix: str = "") -> list[Question]:
     """All questions whose key starts with `prefix` ("000", "001", "002", "start")."""
     return [question(k) for k in QUESTIONS if k.startswith(prefix)]
 
+
+
+# ---- notebook 05: the classic results (pslab.classic) ----------------------------------------
+def _classic_delay() -> Truth:
+    from .classic import bounded_delay
+
+    r = bounded_delay(converge=())
+    wait = r.series["waiting (% of worker time)"]
+    sweep = ", ".join(f"τ = {t}: {w:.1f} %" for t, w in zip(r.xs, wait))
+    return Truth(round(wait[0]), f"at τ = 0 (BSP) the workers wait {wait[0]:.1f} % of their "
+                 f"time for the slowest one; {sweep}. Li et al. measured ≈ 50 % falling to "
+                 "≈ 2 % at τ = 16.")
+
+
+def _classic_backup() -> Truth:
+    from .classic import backup_workers
+
+    r = backup_workers(bs=(0, 2))
+    t0, t2 = r.series["step time (s)"]
+    verdict = "faster" if t2 < t0 else "the same" if t2 == t0 else "slower"
+    return Truth(verdict, f"{t0:.2f} s per update with 8 of 8, {t2:.2f} s with 8 of 10: the "
+                 "round closes at the 8th push, so the two slowest minibatches of each round "
+                 "no longer set its pace (their pushes are dropped).")
+
+
+def _classic_ring() -> Truth:
+    from .classic import d2l_transfers
+
+    ms = d2l_transfers().value("ring, 8 GPUs")
+    return Truth(round(ms, 1), f"a ring moves 2(N−1)/N = 1.75 times the model per GPU in 14 "
+                 f"steps of 20 MB: 1.75 · 160 MB / 54 GB/s = {ms:.2f} ms (d2l rounds to ≈ 6 ms).")
+
+
+QUESTIONS.update({
+    "classic.delay": lambda: Question(
+        "classic.delay", "4 workers whose minibatch times vary a lot, BSP (SSP(0)). What "
+        "percentage of their time do they spend waiting for each other?", _classic_delay,
+        kind="number", tolerance=10, unit="%", hint="each step waits for the slowest of 4."),
+    "classic.backup": lambda: Question(
+        "classic.backup", "Sync over 8 workers; add 2 backup workers (the server averages the "
+        "first 8 of 10 pushes). Time per update is...", _classic_backup,
+        choices=("faster", "the same", "slower"),
+        aliases={"same": "the same", "shorter": "faster", "longer": "slower"},
+        hint="who decides when a round ends?"),
+    "classic.ring": lambda: Question(
+        "classic.ring", "Ring all-reduce of 160 MB over 8 GPUs, links of 54 GB/s (three NVLink "
+        "rings). How many milliseconds?", _classic_ring, kind="number", tolerance=0.5,
+        unit="ms", hint="each GPU sends 2(N−1) chunks of M/N bytes."),
+})

@@ -38,6 +38,8 @@ class Result:
     ylabel: str
     note: str = ""  # how pslab's setup maps onto the paper's, and what differs
     runs: dict[Any, Any] = field(default_factory=dict, repr=False)  # the runs, by x
+    scale: str = "linear"  # "log": both axes logarithmic (speed-ups over machines)
+    twin: str | None = None  # a series with other units, drawn against a right-hand axis
 
     def value(self, quantity: str) -> float:
         """pslab's number for one row of the table (the tests read these)."""
@@ -69,18 +71,25 @@ class Result:
         numeric = all(isinstance(x, (int, float)) for x in self.xs)
         for i, (label, ys) in enumerate(self.series.items()):
             if numeric:
-                ax.plot(self.xs, ys, marker="o", label=label)
+                on = ax.twinx() if label == self.twin else ax
+                on.plot(self.xs, ys, marker="o", label=label, color=f"C{i}")
+                if on is not ax:
+                    on.set_ylabel(label, color=f"C{i}")
+                    on.set_ylim(bottom=0)
             else:
                 width = 0.8 / len(self.series)
                 pos = [j + (i - (len(self.series) - 1) / 2) * width for j in range(len(self.xs))]
                 bars = ax.bar(pos, ys, width, label=label)
                 ax.bar_label(bars, fmt="%.3g", fontsize=8)
+        if self.scale == "log":
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log", base=2)
         if not numeric:
             ax.set_xticks(range(len(self.xs)), [str(x) for x in self.xs], fontsize=8)
         ax.set_xlabel(self.x)
         ax.set_ylabel(self.ylabel)
         ax.set_title(self.title, fontsize=10)
         ax.grid(alpha=0.3)
-        if len(self.series) > 1:
+        if len(self.series) > 1 and self.twin is None:
             ax.legend(fontsize=8, frameon=False)
         return fig

@@ -1,0 +1,102 @@
+"""Knobs for notebook 05: one slider per point a paper makes (τ, b, the lr rule), each redrawing
+a live run. Timelines come from pslab's own plot; on top, this module marks what a plain
+timeline cannot tell apart: dropped pushes (backup workers) and queueing at a busy shard, as
+opposed to waiting for other workers (Span.note)."""
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+
+from ..cluster import Cluster
+from ..modes import SSP, Backup
+from ..run import Run, train
+from .papers import BOUNDED_DELAY, STRAGGLERS, step_time, waiting
+
+MARKS = {"dropped": dict(hatch="xxx", edgecolor="crimson", label="push dropped (late)"),
+         "queue": dict(hatch="...", edgecolor="0.35", label="idle: queued at a busy shard")}
+
+
+def mark_notes(fig: Figure, run: Run) -> Figure:
+    """Hatch the spans whose note a timeline's colours do not show; add them to the legend."""
+    ax = fig.axes[0]
+    seen = set()
+    for s in run.timeline:
+        if s.note in MARKS and s.worker is not None and s.end > s.start:
+            style = {k: v for k, v in MARKS[s.note].items() if k != "label"}
+            ax.add_patch(Rectangle((s.start, s.worker - 0.4), s.end - s.start, 0.8,
+                                   facecolor="none", linewidth=0.8, zorder=6, **style))
+            seen.add(s.note)
+    if seen:
+        handles = [Patch(facecolor="white", **MARKS[n]) for n in sorted(seen)]
+        ax.legend(handles=handles, loc="lower right", fontsize=7, framealpha=0.9)
+    return fig
+
+
+def delay_timeline(tau: int = 0, workers: int = 4, steps: int = 12) -> Figure:
+    """SSP(τ) on Li et al.'s cluster: the white waiting blocks shrink as τ grows."""
+    run = train(mode=SSP(tau), workers=workers, steps=steps, shards=4, batch=16,
+                numerics=False, cluster=Cluster(**BOUNDED_DELAY))
+    return _timeline(run, f"bounded delay τ = {tau}: workers wait {waiting(run):.1%} of "
+                          f"their time, makespan {run.makespan:.1f} s")
+
+
+def backup_timeline(b: int = 0, n: int = 4, steps: int = 8) -> Figure:
+    """N of N + b: the late pushes are dropped (hatched) and the rounds close sooner."""
+    slow_links = {**STRAGGLERS, "latency": 0.1}  # transfers wide enough to see the hatching
+    run = train(mode=Backup(b), workers=n + b, steps=steps, numerics=False, seed=0,
+                cluster=Cluster(**slow_links))
+    return _timeline(run, f"{n} of {n + b} workers: {step_time(run):.2f} s per update, "
+                          f"{run.dropped} pushes dropped")
+
+
+def lr_rule(rule: str = "fixed lr", lr: float = 0.5, workers: int = 8) -> Figure:
+    """Async with a fixed lr or lr/τ (staleness_lr): the loss, and whether it diverged."""
+    from ..training_plot import plot_training
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the title says it instead
+        run = train(mode="async", workers=workers, steps=30, lr=lr, seed=0,
+                    staleness_lr=rule == "lr/τ")
+    fig = plot_training(run, labels=[f"async, {workers} workers, {rule}, lr {lr:g}"])
+    verdict = "DIVERGED: " + run.divergence if run.diverged else \
+        f"converged: test accuracy {run.final_accuracy:.1%}"
+    fig.suptitle(verdict, fontsize=9, color="crimson" if run.diverged else "black")
+    return fig
+
+
+def _timeline(run: Run, title: str) -> Figure:
+    from ..timeline_plot import plot_timeline
+
+    fig = mark_notes(plot_timeline(run, legend=False), run)
+    fig.axes[0].set_title(title, fontsize=10)
+    return fig
+
+
+def knob(draw: Callable[..., Figure], **controls):
+    """An ipywidgets panel: `draw(**values)` redrawn whenever a control moves."""
+    import ipywidgets as W
+    from IPython.display import display
+
+    def show(**values):
+        display(draw(**values))
+
+    return W.interactive(show, **controls)
+
+
+def explore_delay():
+    import ipywidgets as W
+    return knob(delay_timeline, tau=W.IntSlider(0, 0, 16, description="τ"))
+
+
+def explore_backup():
+    import ipywidgets as W
+    return knob(backup_timeline, b=W.IntSlider(0, 0, 4, description="backups b"))
+
+
+def explore_lr_rule():
+    import ipywidgets as W
+    return knob(lr_rule, rule=W.ToggleButtons(options=["fixed lr", "lr/τ"], description="rule"),
+                lr=W.FloatLogSlider(0.5, base=10, min=-2, max=0, description="lr"))
