@@ -33,15 +33,15 @@ from .cluster import Cluster
 from .busy_plot import BusyPlot
 from .livefigure import LiveFigure, nice_ceiling
 from .modes import SSP
-from .plot import StalenessPlot, TimelinePlot, TrainingPlot
+from .plot import StalenessPlot, TimelinePlot, TrainingPlot, legend_handles
 from .run import Run, single_thread, train
 
 MODES = ("sync", "async", "SSP")
 RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 8)}
 SLOWDOWN = (1.0, 4.0)  # how many times slower G1 may be
-TIMELINE_SIZE = (10.0, 4.4)  # inches: 16 workers + 4 shard rows still have readable labels
-TRAINING_SIZE = (7.0, 3.2)  # loss and accuracy panels, under the timeline
-SIDE_SIZE = (5.0, 3.2)  # staleness or time split, beside them (or under them on a narrow page)
+TIMELINE_SIZE = (8.0, 4.0)  # inches: 16 workers + 4 shard rows still have readable labels
+TRAINING_SIZE = (7.0, 3.4)  # loss and accuracy panels, under the timeline
+SIDE_SIZE = (4.6, 3.4)  # staleness or time split, beside them (or under them on a narrow page)
 MAX_LABELLED_BLOCKS = 32  # compute blocks up to which the timeline writes numbers in them
 
 
@@ -252,11 +252,16 @@ class View:
     def __init__(self, settings: Settings | None = None, palette: str | None = None):
         self.settings = settings or PRESETS["default"]
         palette = palette or self.settings.palette
-        self.timeline = LiveFigure(TIMELINE_SIZE, dict(left=0.13, right=0.84, bottom=0.12,
-                                                       top=0.97))
+        self.timeline = LiveFigure(TIMELINE_SIZE, dict(left=0.17, right=0.98, bottom=0.12,
+                                                       top=0.92))
         # block labels ("minibatch", "F") crowd a dense timeline: only figure 001's durations
         self.timeline_plot = TimelinePlot(self.timeline.ax, palette=palette,
-                                          text="auto" if palette == "accumulation" else None)
+                                          text="auto" if palette == "accumulation" else None,
+                                          legend=False)
+        handles = legend_handles(palette)  # above the rows: the full width is for the blocks
+        self.timeline.ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0),
+                                ncol=len(handles), frameon=False, fontsize=11,
+                                borderaxespad=0.2, columnspacing=1.0, handlelength=1.4)
         self._block_text = self.timeline_plot.text
         self.training = LiveFigure(TRAINING_SIZE, dict(left=0.1, right=0.98, bottom=0.17,
                                                        top=0.86, wspace=0.32), ncols=2)
@@ -298,6 +303,8 @@ class View:
         # only while there are few blocks, where they are also readable
         blocks = settings.workers * settings.steps * settings.accumulate
         self.timeline_plot.text = self._block_text if blocks <= MAX_LABELLED_BLOCKS else None
+        rows = settings.workers + (0 if self.timeline_plot.column else settings.shards)
+        self.timeline.ax.tick_params(axis="y", labelsize=12 if rows <= 14 else 10)  # fit rows
         self.timeline_plot.update(run, xmax=nice_ceiling(run.makespan * 1.02))
         return {"timeline": self.timeline.render(_timeline_artists(self.timeline_plot)),
                 "staleness": self._side(run)}

@@ -34,7 +34,9 @@ def worker_label(w: int, palette: str = "ps") -> str:
 
 def shard_label(run: Run, s: int) -> str:
     names = run.shards[s] if s < len(run.shards) else []
-    inside = ", ".join(f"${n}$" for n in names)  # W_o -> W with subscript o (mathtext)
+    if len(names) > 2:  # a key range across layers: its ends keep the row label short
+        names = [names[0], "…", names[-1]]
+    inside = ", ".join(n if n == "…" else f"${n}$" for n in names)  # W_o: W, subscript o
     return f"server {{{inside}}}" if len(run.shards) == 1 else f"S{s + 1} {{{inside}}}"
 
 
@@ -99,6 +101,8 @@ class TimelinePlot:
         ax.set_xlabel("virtual time (s)")
         ax.invert_yaxis()  # G1 on top, as in the seeds
         ax.tick_params(axis="y", length=0)
+        if ax.yaxis.get_major_ticks()[0].label1.get_fontsize() < 10:  # rows a class can read
+            ax.tick_params(axis="y", labelsize=10)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
         if legend:
@@ -120,7 +124,7 @@ class TimelinePlot:
         self.ax.set_xlim(0, right)
         self.ax.set_ylim(len(self.rows) - 0.5, -0.5)  # inverted: first row on top
         if [t.get_text() for t in self.ax.get_yticklabels()] != self.rows:  # ticks cost ~1 ms
-            self.ax.set_yticks(range(len(self.rows)), self.rows, fontsize=10)
+            self.ax.set_yticks(range(len(self.rows)), self.rows)  # size: the axes' tick_params
         self.end_line.set_xdata([run.makespan, run.makespan])
         self.title.set_text(title_text(run, self.label, self.column))
         self._write(list(zip(start, end, (y0 + y1) / 2, kinds)), right)

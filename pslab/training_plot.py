@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from matplotlib.ticker import LogFormatter, MaxNLocator, PercentFormatter
 
 from .run import Run, as_runs
 
@@ -60,6 +60,9 @@ class TrainingPlot:
             a.set_xlabel(X_AXES[x])
         ax.set_ylabel("training loss (log)")
         ax.set_yscale("log")
+        # plain numbers (2, 1.5, 0.5), also on the minor ticks a narrow range is labelled by
+        ax.yaxis.set_major_formatter(LogFormatter())
+        ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
         acc_ax.set_ylabel("test accuracy")
         acc_ax.set_ylim(0, 1)
         acc_ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))

@@ -124,7 +124,8 @@ class Dashboard:
         size = {n: getattr(self.view, n).figure.canvas.get_width_height(physical=True)
                 for n in PLOTS}
         self.images = {n: W.Image(format="png", layout=W.Layout(
-            width="100%", height="auto", max_width=f"{size[n][0]}px")) for n in PLOTS}
+            width="100%", height="auto", max_width=f"{size[n][0]}px", margin="0"))
+            for n in PLOTS}
         self.captions = {n: W.HTML() for n in PLOTS}
         for n in PLOTS:
             self.images[n].add_class(f"pslab-{n}")
@@ -140,8 +141,10 @@ class Dashboard:
         # each plot's box grows to its picture's width and shrinks with the page; side by side
         # where both fit, one under the other where not (flex-wrap)
         boxed = {n: W.VBox([self.captions[n], self.images[n]], layout=W.Layout(
-            flex=f"1 1 {min(size[n][0], 360)}px", min_width="0", max_width=f"{size[n][0]}px"))
-            for n in PLOTS}
+            flex=f"1 1 {min(size[n][0], 360)}px", min_width="0", margin="0 4px 0 0",
+            max_width=f"{size[n][0]}px", overflow="hidden")) for n in PLOTS}
+        # the timeline alone in the column: its width follows the page (flex would set height)
+        boxed["timeline"].layout = W.Layout(width="100%", max_width=f"{size['timeline'][0]}px")
         wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
         self.widget = W.VBox([W.HBox([left, right], layout=wrap), self.numbers,
                               boxed["timeline"],

@@ -8,8 +8,13 @@ root, settings and runtime directory, copies of the notebooks) and stops it at t
 wait has a timeout, and a page that did not load is retried once.
 
 The round trip (key press on a slider -> new plot pixels on screen) is printed per notebook and
-overall: the median over all presses is the number to compare with the 100 ms goal. With
-PSLAB_BROWSER_SHOTS=<folder>, a screenshot of each dashboard is saved there.
+overall: the median over all presses is the number to compare with the 100 ms goal.
+
+Each dashboard must fit its cell at a large window (1400x1100) and at a projector's 1024x768
+with the file browser open: nothing wider than the cell, every control and read-out on screen.
+With PSLAB_BROWSER_SHOTS=<folder>, screenshots of each dashboard at both sizes are saved there
+(`make screenshots` writes them to docs/screenshots/). The presenter view (`make present`,
+Voila on notebooks/present.ipynb) is checked the same way.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or ""
 CHROMEDRIVER = next((p for p in ("/usr/bin/chromedriver", shutil.which("chromedriver") or "")
                      if p and Path(p).exists()), None)
 PRESSES = 5  # key presses per dashboard
+SIZES = {"large": (1400, 1100), "1024": (1024, 768)}  # a desktop, and a projector
 RUN_ALL_TIMEOUT = 240  # s, all cells of one notebook
 ROUND_TRIPS: list[float] = []
 
@@ -217,6 +223,59 @@ return true;
 """
 
 
+# Every box of a dashboard inside its cell, nothing scrolled sideways, every control with its
+# description and read-out visible: what a class sees on a projector.
+FIT = """
+const scope = arguments[0] ? document.querySelector(arguments[0]) : document;
+const out = [];
+scope.querySelectorAll('.pslab-dashboard').forEach((dash, d) => {
+  const cell = dash.closest('.jp-OutputArea-output') || dash.parentElement;
+  const box = cell.getBoundingClientRect();
+  if (dash.scrollWidth > dash.clientWidth + 1)
+    out.push(`dashboard ${d}: scrolls sideways (${dash.scrollWidth} > ${dash.clientWidth} px)`);
+  const inside = (el, what) => {
+    const r = el.getBoundingClientRect();
+    if (r.width < 2 || r.height < 2) out.push(`dashboard ${d}: ${what} is hidden`);
+    else if (r.right > box.right + 1 || r.left < box.left - 1)
+      out.push(`dashboard ${d}: ${what} overflows its cell (${Math.round(r.left)}-` +
+               `${Math.round(r.right)} px, cell ${Math.round(box.left)}-${Math.round(box.right)})`);
+  };
+  dash.querySelectorAll('[class*="pslab-"]').forEach(el => {
+    const name = [...el.classList].find(c => c.startsWith('pslab-'));
+    if (name === 'pslab-dashboard' || el.closest('details:not([open])')) return;
+    inside(el, name);
+    el.querySelectorAll('.widget-label, .widget-readout, select').forEach(part => {
+      if (part.tagName === 'SELECT' || part.textContent.trim())  // an empty label is no text
+        inside(part, `${name} ${part.className.split(' ')[0]}`);
+    });
+  });
+});
+return out;
+"""
+
+
+def _fit_problems(driver, size: str, scope: str | None = None) -> list[str]:
+    """Resize the window (opening JupyterLab's file browser, as a presenter has it) and list
+    what does not fit."""
+    driver.set_window_size(*SIZES[size])
+    driver.execute_script("window.jupyterapp && window.jupyterapp.commands.execute("
+                          "'filebrowser:activate');")
+    time.sleep(1.5)  # layout settles (JupyterLab re-lays the panels on resize)
+    return driver.execute_script(FIT, scope)
+
+
+def _shoot(driver, name: str, size: str, selector: str) -> None:
+    shots = os.environ.get("PSLAB_BROWSER_SHOTS")  # a folder: keep pictures for a look
+    if not shots:
+        return
+    from selenium.webdriver.common.by import By
+
+    Path(shots).mkdir(parents=True, exist_ok=True)
+    stem = Path(name).stem
+    driver.save_screenshot(f"{shots}/{stem}_{size}_window.png")
+    driver.find_element(By.CSS_SELECTOR, selector).screenshot(f"{shots}/{stem}_{size}.png")
+
+
 def _wait(driver, script, args=(), timeout=60.0, what="condition", interval=0.2):
     deadline = time.monotonic() + timeout
     last = None
@@ -321,11 +380,13 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
             _wait(driver, STATUS_READY, timeout=60, what="the dashboard to settle")
         probe = driver.execute_script("return window.__pslabProbe;")
         after_png = img.screenshot_as_png
-        shots = os.environ.get("PSLAB_BROWSER_SHOTS")  # a folder: keep pictures for a look
-        if shots:
-            Path(shots).mkdir(parents=True, exist_ok=True)
-            driver.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) "
-                                ".pslab-dashboard").screenshot(f"{shots}/{name}.png")
+        dash_css = ".jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard"
+        for size in ("large", "1024"):
+            problems = _fit_problems(driver, size, ".jp-NotebookPanel:not(.lm-mod-hidden)")
+            driver.execute_script(f"document.querySelector('{dash_css}').scrollIntoView();")
+            _shoot(driver, name, size, dash_css)
+            assert problems == [], f"{name} at {SIZES[size]}: {problems}"
+        driver.set_window_size(*SIZES["large"])
         hashes = probe["hashes"]
         assert len(set(hashes)) == len(hashes), f"{name}: a key press left the plot unchanged"
         assert before_png != after_png, f"{name}: the timeline on screen did not change"

@@ -31,13 +31,19 @@ def test_every_question_checks_right_and_wrong(key, capsys):
     assert key in repr(q) and "Answer with" in repr(q)
     truth = q.truth()
     assert truth.why and len(truth.why) > 40
+    why = " ".join(truth.why.split())  # printed wrapped between words (quiz.WIDTH)
     q.check(truth.value)
     out = capsys.readouterr().out
-    assert out.startswith("✔ Right") and truth.why in out and q.last is True
+    assert out.startswith("✔ Right") and why in " ".join(out.split()) and q.last is True
     q.check(wrong_answer(q))
     out = capsys.readouterr().out
-    assert out.startswith("✘ Not quite") and q._show(truth.value) in out and truth.why in out
-    assert q.last is False
+    assert out.startswith("✘ Not quite") and q._show(truth.value) in out
+    assert why in " ".join(out.split()) and q.last is False
+    # no line wider than a projector's cell, and no word cut in two to get there
+    for text in (out, repr(q)):
+        assert all(len(line) <= quiz.WIDTH or " " not in line for line in text.splitlines())
+    words = set(" ".join(truth.why.split()).split())
+    assert set(out.split()) >= words
 
 
 def test_answers_are_read_off_the_runs():
