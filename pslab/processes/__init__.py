@@ -13,7 +13,8 @@ import importlib
 from typing import Any
 
 _LAZY = {"ProcessFailure": ".launcher", "launch": ".launcher", "load_run": ".torchrun",
-         "Options": ".options", "check_options": ".options"}
+         "Options": ".options", "check_options": ".options", "scaled": ".measured",
+         "same_weights": ".measured"}
 
 
 def __getattr__(name: str) -> Any:

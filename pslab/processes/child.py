@@ -20,7 +20,9 @@ import torch
 import torch.distributed as dist
 
 from .job import Job
+from .remote import WorkerProcess
 from .report import Report
+from .shard import Shard, Stuck
 
 
 class Meeting(NamedTuple):
@@ -42,18 +44,14 @@ def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
     role, index = job.role(rank)
     report = Report(path=sink) if isinstance(sink, (str, os.PathLike)) else Report(conn=sink)
     try:
+        player = Shard(job, index, report) if role == "shard" else WorkerProcess(job, index, report)
         clock = join(job, rank, meeting)
         report("ready", dict(rank=rank, pid=os.getpid(), role=role, index=index))
-        if role == "shard":
-            from .shard import Shard
-            Shard(job, index, report, clock).run()
-        else:
-            from .remote import run_worker
-            run_worker(job, index, report, clock)
+        player.run(clock)
         report("done", dict(rank=rank))
     except BaseException as e:  # say why before going: the launcher shows it to the user
-        report("error", dict(rank=rank, role=role, index=index,
-                             message=f"{type(e).__name__}: {e}"))
+        words = str(e) if isinstance(e, Stuck) else f"{type(e).__name__}: {e}"
+        report("error", dict(rank=rank, role=role, index=index, message=words))
         raise SystemExit(1)
     finally:
         report.close()

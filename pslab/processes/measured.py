@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -90,3 +91,18 @@ def records(updates: list[dict[str, Any]], start: list[torch.Tensor]) -> list[di
         out.append(dict(time=when, worker=worker, step=parts[0]["step"], held=held,
                         staleness=max(p["staleness"] for p in parts)))
     return sorted(out, key=lambda r: r["time"])
+
+
+def scaled(run: Run, factor: float) -> Run:
+    """The same run with every time multiplied by `factor`: a simulated run in the real seconds
+    the processes take (factor = time_scale), to draw it on one axis with a measured run."""
+    timeline = [s._replace(start=s.start * factor, end=s.end * factor) for s in run.timeline]
+    history = [r._replace(time=r.time * factor) for r in run.history]
+    return replace(run, timeline=timeline, history=history, makespan=run.makespan * factor,
+                   config={**run.config, "time_scale": factor})
+
+
+def same_weights(a: Run, b: Run) -> bool:
+    """True when two runs ended with exactly the same weights, bit for bit."""
+    return a.weights.keys() == b.weights.keys() and all(
+        torch.equal(a.weights[n].cpu(), b.weights[n].cpu()) for n in a.weights)

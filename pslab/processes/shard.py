@@ -30,8 +30,8 @@ class Stuck(RuntimeError):
 
 
 class Shard:
-    def __init__(self, job: Job, index: int, report: Report, clock: Callable[[], float]):
-        self.job, self.index, self.report, self.now = job, index, report, clock
+    def __init__(self, job: Job, index: int, report: Report):
+        self.job, self.index, self.report = job, index, report
         layout = job.layout()
         params = init_params(64, job.hidden, 10, job.seed)  # the digits: 64 pixels, 10 classes
         self.server = ParameterServer(params, layout, job.lr,
@@ -49,7 +49,8 @@ class Shard:
         self.arrived = [0] * job.workers  # pushes that reached the shard, per worker
         self.finished = 0  # worker threads that are done
 
-    def run(self) -> None:
+    def run(self, now: Callable[[], float]) -> None:
+        self.now = now  # seconds since time zero
         threads = [threading.Thread(target=self.serve, args=(w,), daemon=True)
                    for w in range(self.job.workers)]
         for t in threads:
@@ -57,7 +58,7 @@ class Shard:
         with self.state:  # not join(): a thread may sit in a recv from a hung worker
             self.state.wait_for(lambda: self.errors or self.finished == len(threads))
         if self.errors:
-            raise Stuck("; ".join(self.errors))
+            raise Stuck(self.errors[0])  # the first to give up; the others say the same
 
     # --- one worker's conversation ------------------------------------------------------
     def serve(self, w: int) -> None:
@@ -90,8 +91,7 @@ class Shard:
         order = self.job.order
         with self.state:
             if order is not None:  # sync: add the round's gradients as the simulation does
-                self.wait(lambda: order[step][self.turn[step]] == w,
-                          f"worker {w}'s push of step {step} waited for the workers before it")
+                self.wait(lambda: order[step][self.turn[step]] == w)
                 self.turn[step] += 1
             lag = self.server.versions[self.index] - version
             self.round_stale = max(self.round_stale, lag)
@@ -126,7 +126,7 @@ class Shard:
             return policy.may_start(step, slowest)
 
         with self.state:
-            self.wait(may_go, f"worker {w} waited to start step {step}")
+            self.wait(may_go)
 
     def reply(self, w: int, rank: int, step: int, buf) -> None:
         """Answer with the shard's weights: this is the worker's fetch."""
@@ -145,14 +145,14 @@ class Shard:
                 time.sleep(virtual_seconds * self.job.options.time_scale)
             return a, self.now()
 
-    def wait(self, ready: Callable[[], bool], what: str) -> None:
+    def wait(self, ready: Callable[[], bool]) -> None:
         """Wait (holding self.state) until ready(); a timeout is an error, never a hang."""
         timeout = self.job.options.timeout
         if not self.state.wait_for(lambda: ready() or bool(self.errors), timeout=timeout):
             behind = min(self.arrived)
             late = [v for v, n in enumerate(self.arrived) if n == behind]
-            raise Stuck(f"shard {self.index}: {what} for {timeout:g} s; no push of step "
-                        f"{behind} came from worker {', '.join(map(str, late))} (dead or hung)")
+            raise Stuck(f"shard {self.index}: no push of step {behind} came from worker "
+                        f"{', '.join(map(str, late))} for {timeout:g} s (dead or hung)")
         if self.errors:
             raise Stuck(self.errors[0])
 
