@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 import pslab
 from pslab.nas import compare, scale
-from pslab.nas.dashboard import Dashboard
+from pslab.nas.live import Dashboard
 from pslab.nas.diagram import flows, plot_hierarchy
 from pslab.nas.tiers_plot import blocks, rows, server_busy
 from pslab.tex import tex_available

@@ -11,16 +11,27 @@ server; children are real MLPs trained on the digits.
 from __future__ import annotations
 
 from .child import Budget, clear_cache
-from .compare import duels, plot_rewards
+from .compare import duels, format_table, plot_rewards
 from .diagram import plot_figure, plot_hierarchy
 from .random_search import random_search
 from .schedule import Sample, Update
 from .search import Found, Search, search
-from .scale import PAPER, paper_scale, plot_sweep, sweep_servers
+from .questions import question
+from .scale import PAPER, format_sweep, lower_bound, paper_scale, plot_sweep, sweep_servers
 from .space import ACTIVATIONS, Arch, Space, describe
 from .tiers_plot import plot_tiers
 
 __all__ = ["search", "random_search", "Search", "Space", "Budget", "Sample", "Update", "Found",
            "Arch", "ACTIVATIONS", "describe", "clear_cache", "duels", "plot_rewards",
            "plot_figure", "plot_hierarchy", "plot_tiers", "PAPER", "paper_scale",
-           "sweep_servers", "plot_sweep"]
+           "sweep_servers", "plot_sweep", "format_sweep", "lower_bound", "format_table",
+           "question", "Dashboard", "dashboard"]
+
+
+def __getattr__(name: str):
+    """The dashboard (ipywidgets) loads on first use, so scripts never pay for it."""
+    if name in ("Dashboard", "dashboard"):
+        from . import live
+
+        return getattr(live, name)
+    raise AttributeError(f"module 'pslab.nas' has no attribute {name!r}")

@@ -41,6 +41,17 @@ def table(found: Sequence[Duel], first: int = 3) -> list[tuple]:
     return rows
 
 
+def format_table(found: Sequence[Duel], first: int = 3) -> str:
+    """`table` as text, one line per seed and method, then the means over seeds."""
+    from ..widgets import table as text_table
+
+    rows = [(seed, m, f"{a:.1%}", f"{b:.1%}", f"{c:.1%}")
+            for seed, m, a, b, c in table(found, first)]
+    rows += [("mean", m, *(f"{v:.1%}" for v in vals)) for m, vals in summary(found, first).items()]
+    return text_table(rows, ("seed", "method", f"mean R, first {first} rounds",
+                             f"mean R, last {first} rounds", "best R"))
+
+
 def summary(found: Sequence[Duel], first: int = 3) -> dict[str, tuple[float, float, float]]:
     """Per method: the means over seeds of (first rounds' R, last rounds' R, best R)."""
     rows = table(found, first)

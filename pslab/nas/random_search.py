@@ -13,8 +13,8 @@ from .space import Space
 
 def random_search(controllers: int = 3, children: int = 2, rounds: int = 10, seed: int = 0,
                   numerics: bool = True, cluster: Cluster | None = None,
-                  space: Space | dict | None = None, steps: int = 75, batch: int = 64,
-                  child_lr: float = 0.2) -> Search:
+                  space: Space | dict | None = None, steps: int = 50, batch: int = 96,
+                  child_lr: float = 0.3) -> Search:
     """Sample controllers·children·rounds children uniformly and train them (no servers, no
     gradients). The arguments mean what they mean in `pslab.nas.search`."""
     cfg = _check(1, controllers, children, rounds, seed, 1.0, "async", numerics, cluster, space,

@@ -18,7 +18,7 @@ from .search import Search, search
 from .tiers_plot import server_busy
 
 PAPER = dict(servers=20, controllers=100, children=8)
-PAPER_CLUSTER = dict(compute_time=0.02, latency=0.001, bandwidth=1e3, update_time=0.2)
+PAPER_CLUSTER = dict(compute_time=0.03, latency=0.001, bandwidth=1e3, update_time=0.2)
 
 
 def paper_scale(servers: int = 20, rounds: int = 5, seed: int = 0, **overrides) -> Search:
@@ -38,6 +38,15 @@ def lower_bound(rounds: int = 5, seed: int = 0) -> float:
     """The makespan on a free network (transfers and updates instant): only children count."""
     return paper_scale(1, rounds, seed, cluster=Cluster.free(
         compute_time=PAPER_CLUSTER["compute_time"])).makespan
+
+
+def format_sweep(results: Sequence[Search]) -> str:
+    """One line per S: makespan, the busiest shard's load, the worst staleness."""
+    from ..widgets import table
+
+    return table([(r.servers, f"{r.makespan:.1f}", f"{server_busy(r):.0%}",
+                   max(r.staleness, default=0)) for r in results],
+                 ("S", "makespan (s)", "busiest shard busy", "max staleness"))
 
 
 def plot_sweep(results: Sequence[Search], floor: float | None = None) -> Figure:

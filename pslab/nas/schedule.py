@@ -22,7 +22,7 @@ import torch
 
 from ..cluster import Cluster
 from ..engine import Clock, Resource
-from ..layout import Layout, Params
+from ..layout import Params
 from ..server import ParameterServer
 from ..timeline import Span, gaps
 from . import child, controller, reinforce

@@ -28,9 +28,9 @@ from .schedule import Sample, Tiers, Update
 from .space import Arch, Space, as_space, describe
 
 TIERS = ("servers", "controllers", "children")
-# The default timing: a reference-size child (the core's 64-32-10 MLP) takes 20 ms a step, so
-# 1.5 s for its 75 steps; the network and the updates are the core's defaults.
-DEFAULT_CLUSTER = dict(compute_time=0.02)
+# The default timing: a reference-size child (the core's 64-32-10 MLP) takes 30 ms a step, so
+# 1.5 s for its 50 steps; the network and the updates are the core's defaults.
+DEFAULT_CLUSTER = dict(compute_time=0.03)
 
 
 class Found(NamedTuple):
@@ -139,14 +139,28 @@ class Search:
         """The child the final policy is most likely to sample."""
         return controller.most_likely(self.policy(), self.config["space"])
 
-    def __repr__(self) -> str:
-        head = (f"Search({self.method}, S={self.servers}, K={self.controllers}, "
-                f"m={self.children}, {self.rounds} rounds: makespan {self.makespan:.4g} s")
+    def updates_table(self, first: int = 8) -> str:
+        """The first updates of Θ as a text table: who pushed, when, how stale."""
+        from ..widgets import table  # the plain-text table helper of the notebooks
+
+        rows = [(f"{u.time:.2f}", "all" if u.controller is None else f"C{u.controller + 1}",
+                 u.round + 1, u.version, u.staleness, f"{u.reward:.1%}")
+                for u in self.history[:first]]
+        return table(rows, ("time (s)", "from", "round", "version", "staleness",
+                            "mean R of its children"))
+
+    def headline(self) -> str:
+        """'mean R 48% (round 1) → 85% (round 10), best …' (or 'timing only')."""
         if not self.config["numerics"]:
-            return head + ", timing only)"
-        c, b = self.curve, self.best[0]
-        return (head + f", mean accuracy {c[0]:.1%} (round 1) -> {c[-1]:.1%} (round "
-                f"{self.rounds}), best {b})")
+            return "timing only"
+        c = self.curve
+        return (f"mean R {c[0]:.1%} (round 1) → {c[-1]:.1%} (round {self.rounds}), best "
+                f"{self.best[0]}")
+
+    def __repr__(self) -> str:
+        return (f"Search({self.method}, S={self.servers}, K={self.controllers}, "
+                f"m={self.children}, {self.rounds} rounds: makespan {self.makespan:.4g} s, "
+                f"{self.headline()})")
 
 
 def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any, lr: Any,
@@ -181,7 +195,7 @@ def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any
 def search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: int = 10,
            seed: int = 0, lr: float = 2.0, mode: str = "async", numerics: bool = True,
            cluster: Cluster | None = None, space: Space | dict | None = None,
-           cube: bool = True, steps: int = 75, batch: int = 64, child_lr: float = 0.2,
+           cube: bool = True, steps: int = 50, batch: int = 96, child_lr: float = 0.3,
            decay: float = 0.8) -> Search:
     """Neural architecture search by REINFORCE on a parameter server (figure 003).
 
@@ -190,8 +204,9 @@ def search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: in
     choice. lr: the servers' step on Θ. mode: "async" (each push applied as it comes) or
     "sync" (one averaged update per round, a barrier across replicas). numerics: False runs the
     clock only (children are sampled from the initial, uniform policy; no training).
-    cluster: the timing model (default `Cluster(compute_time=0.02)`); a child takes steps × (compute_time / its speed) × its relative
-    FLOPs, `speeds` and `durations` are per child replica (K·m rows, one column per round).
+    cluster: the timing model (default `Cluster(compute_time=0.03)`); a child takes
+    steps × (compute_time / its speed) × its relative FLOPs; `speeds` and `durations` are per
+    child replica (K·m rows, one column per round).
     space: what is searched (`pslab.nas.Space`). cube: reward R³ (the paper) or R.
     steps, batch, child_lr: each child's training budget. decay: the baseline's EMA decay.
     """

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import html
-import time
 from typing import Any
 
 import ipywidgets as W
@@ -22,11 +21,11 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .. import widgets
 from ..livefigure import png_bytes
 from ..widgets import _widget_bundle
 from .random_search import random_search
 from .search import Search, search
-from .space import describe
 from .tiers_plot import plot_tiers, server_busy
 
 LRS = (0.2, 0.5, 1.0, 2.0, 4.0, 10.0)
@@ -46,11 +45,7 @@ def describe_search(result: Search) -> str:
     text = (f"S={result.servers}, K={result.controllers}, m={result.children}, "
             f"{result.rounds} rounds: makespan {result.makespan:.1f} s, busiest shard busy "
             f"{server_busy(result):.0%}, max staleness {max(result.staleness, default=0)}")
-    if not result.config["numerics"]:
-        return text + " (timing only)"
-    c, best = result.curve, result.best[0]
-    return (text + f"; mean R {c[0]:.1%} (round 1) → {c[-1]:.1%} (round {result.rounds}); "
-            f"best {describe(best.arch)} {best.accuracy:.1%}")
+    return text + "; " + result.headline()
 
 
 def plot_curves(result: Search, baseline: Search | None = None) -> Figure:
@@ -75,11 +70,12 @@ def plot_curves(result: Search, baseline: Search | None = None) -> Figure:
     return fig
 
 
-class Dashboard:
+class Dashboard(widgets.Dashboard):
     """Controls + the live timeline and reward curves of figure 003. Display it as the last
-    line of a cell. Headless: `dash.set(controllers=5)`, then `dash.result`, `dash.images`."""
+    line of a cell. Headless: `dash.set(controllers=5)`, then `dash.result`, `dash.images`.
 
-    latest: "Dashboard | None" = None
+    The slider plumbing (debounce, status, `set`) is the core dashboard's; this class says
+    what runs on each path and what is drawn."""
 
     def __init__(self, *, settle_delay: float | None = 0.4, seed: int = 0, **start: Any):
         unknown = set(start) - set(START)
@@ -87,7 +83,7 @@ class Dashboard:
             raise ValueError(f"no control named {', '.join(sorted(unknown))}; the controls "
                              f"are {', '.join(START)}")
         values = START | start
-        self.seed, self.settle_delay = seed, settle_delay
+        self.seed, self.settle_delay, self.preset = seed, settle_delay, "003"
         self.controls: dict[str, W.ValueWidget] = {
             n: W.IntSlider(values[n], min=lo, max=hi, description=n)
             for n, (lo, hi) in RANGES.items()}
@@ -119,48 +115,27 @@ class Dashboard:
         self.latencies_ms: list[float] = []
         self.errors: list[str] = []
         self._handle: asyncio.TimerHandle | None = None
+        self._holding = False
         for c in self.controls.values():
             c.observe(self._changed, names="value")
         self._refresh()
         self.settle()
-        Dashboard.latest = self
+        widgets.Dashboard.latest = self  # what the notebook tests read the latencies from
 
     @property
     def settings(self) -> dict[str, Any]:
         return {n: c.value for n, c in self.controls.items()}
 
-    def set(self, **values: Any) -> "Dashboard":
-        """Set several controls, then re-simulate (and settle, without an event loop)."""
-        unknown = set(values) - set(self.controls)
-        if unknown:
-            raise ValueError(f"no control named {', '.join(sorted(unknown))}")
-        for name, value in values.items():
-            self.controls[name].value = value
-        return self
+    @property
+    def run(self) -> Search | None:
+        return self.result
+
+    @property
+    def pending(self) -> bool:
+        return self._handle is not None
 
     def _search(self, numerics: bool) -> Search:
         return search(seed=self.seed, numerics=numerics, **self.settings)
-
-    def _changed(self, change: Any) -> None:
-        try:
-            t0 = time.perf_counter()
-            self._refresh()
-            self.latencies_ms.append((time.perf_counter() - t0) * 1000)
-        except Exception as exc:  # a callback must never die silently in the kernel
-            self._fail(exc)
-            return
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None or self.settle_delay is None:
-            self.settle()
-        else:
-            self._state("busy", "training the children: waiting for the sliders to rest…")
-            self._handle = loop.call_later(self.settle_delay, self.settle)
 
     def _refresh(self) -> None:
         """The fast path: the clock only, the timeline redrawn."""
@@ -184,7 +159,7 @@ class Dashboard:
         """The slow path: the real search and random search; every plot redrawn."""
         self._handle = None
         try:
-            self._state("busy", "training the children…")
+            self._set_status("busy", "training the children…")
             self.result = self._search(numerics=True)
             s = self.settings
             self.baseline = random_search(controllers=s["controllers"], children=s["children"],
@@ -192,24 +167,21 @@ class Dashboard:
             self._show_timeline()
             self.images["rewards"].value = _render(plot_curves(self.result, self.baseline))
             self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
-            self._state("ready", f"ready ({self.result.trained} children trained now, the "
-                                 "rest from the cache)")
+            self._set_status("ready", f"ready ({self.result.trained} children trained now, "
+                                      "the rest from the cache)")
         except Exception as exc:
             self._fail(exc)
 
-    def _fail(self, exc: Exception) -> None:
-        self.errors.append(f"{type(exc).__name__}: {exc}")
-        self._state("error", html.escape(self.errors[-1]))
-
-    def _state(self, state: str, text: str) -> None:
-        colour = {"ready": "#2e7d32", "busy": "#b26a00", "error": "#c62828"}[state]
-        self.status.value = f'<span data-state="{state}" style="color:{colour}">{text}</span>'
+    flush = settle
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle = _widget_bundle(self.widget, include, exclude)
         bundle["text/plain"] = "pslab NAS dashboard: " + describe_search(self.result)
         bundle["image/png"] = base64.b64encode(self.images["timeline"].value).decode("ascii")
         return bundle
+
+    def __repr__(self) -> str:
+        return f"pslab.nas.Dashboard({self.settings})"
 
 
 def dashboard(**start: Any) -> Dashboard:
