@@ -38,7 +38,7 @@ def likely_cause(run: "Run") -> str:
     lr = run.config["lr"]
     stale = run.push_staleness or run.staleness
     mean = sum(stale) / len(stale) if stale else 0.0
-    if mean < 0.5:
+    if mean < 0.5 or run.config.get("staleness_lr"):
         return f"likely cause: the learning rate {lr:g} is too large; try a smaller lr"
     return (f"likely cause: the learning rate {lr:g} is too large for this much staleness "
             f"(a push is {mean:.1f} versions behind on average): try lr={lr / max(mean, 1):.3g} "
@@ -49,5 +49,7 @@ def warn_if_diverged(run: "Run") -> None:
     """One warning per diverged run, from the caller of pslab.train."""
     why = divergence(run)
     if why is not None:
-        warnings.warn(f"{run.mode} run with {run.workers} workers diverged: {why}; "
-                      f"{likely_cause(run)}", RuntimeWarning, stacklevel=3)
+        # Named "pslab.train", not the caller's file: a notebook cell's file name changes every
+        # run, and stored notebook outputs must not. No registry: every diverged run says so.
+        warnings.warn_explicit(f"{run.mode} run with {run.workers} workers diverged: {why}; "
+                               f"{likely_cause(run)}", RuntimeWarning, "pslab.train", 0)
