@@ -56,7 +56,8 @@ def legend_label(kind: str, palette: str) -> str:
 def title_text(run: Run, label: str | None = None, column: bool = False) -> str:
     """'label' over 'makespan …, idle … (…%), … updates': the numbers the seeds are about.
     column: split the idle time as figure 001 draws it, white waits + the gradient-sync column."""
-    return f"{label or run.mode}\n{numbers_line(run, column)}"
+    diverged = " — DIVERGED (see run.divergence)" if run.diverged else ""
+    return f"{label or run.mode}{diverged}\n{numbers_line(run, column)}"
 
 
 def numbers_line(run: Run, column: bool = False) -> str:
@@ -65,7 +66,9 @@ def numbers_line(run: Run, column: bool = False) -> str:
     idle_time = run.idle_time
     wait = run.sync_wait if column else 0.0  # each walks the timeline: read them once
     idle = f"{idle_time - wait:.2f} s + {wait:.2f} s in sync" if wait > 0 else f"{idle_time:.2f} s"
-    return (f"makespan {run.makespan:.2f} s, idle {idle} ({run.idle_fraction:.1%}), "
+    queue = run.queue_time  # idle noted "queue": not waiting for workers (pslab.timeline.NOTES)
+    queued = f" of which {queue:.2f} s queued at shards" if queue > 0 else ""
+    return (f"makespan {run.makespan:.2f} s, idle {idle} ({run.idle_fraction:.1%}){queued}, "
             f"{run.updates} update{plural}")
 
 

@@ -99,7 +99,8 @@ class TrainingPlot:
             self._labels = labels
         # one line per run: a caption never wraps in the middle of a number
         self.title.set_text("\n".join(f"{lab}: test accuracy {r.final_accuracy:.1%} at "
-                                       f"{r.makespan:.1f} s" for lab, r in zip(labels, runs)))
+                                       f"{r.makespan:.1f} s{' — DIVERGED' if r.diverged else ''}"
+                                       for lab, r in zip(labels, runs)))
 
 
 class StalenessPlot:
