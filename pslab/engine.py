@@ -7,7 +7,11 @@ scheduled, so a run is the same every time.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable
+import math
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 
 class Clock:
@@ -17,6 +21,8 @@ class Clock:
         self.now = 0.0
         self._heap: list[tuple[float, int, Callable[..., Any], tuple]] = []
         self._seq = 0
+        self.stopped = False  # True when run() ended on interrupt()
+        self._stop_asked = False
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
         """Call fn(*args) at virtual time `time` (never earlier than now)."""
@@ -24,12 +30,38 @@ class Clock:
         self._seq += 1
 
     def run(self) -> float:
-        """Run every event; returns the time of the last one."""
+        """Run every event, or until `interrupt()`; returns the time of the last one run."""
         heap = self._heap
-        while heap:
-            self.now, _, fn, args = heapq.heappop(heap)
-            fn(*args)
+        try:
+            while heap:
+                self.now, _, fn, args = heapq.heappop(heap)
+                fn(*args)
+        except Stopped as stop:
+            self.now = stop.now
+            self.stopped = True
         return self.now
+
+    def interrupt(self) -> None:
+        """Stop `run` before the next event, never inside one (safe from a signal handler).
+
+        An event changes the weights, the timeline and the history together; stopping between
+        two events leaves them consistent. The stop is an event that sorts before every other
+        (time -inf), so the running loop needs no flag to check.
+        """
+        if not self._stop_asked:  # a second stop event would tie with the first in the heap
+            self._stop_asked = True
+            heapq.heappush(self._heap, (-math.inf, -1, _stop, (self.now,)))
+
+
+class Stopped(Exception):
+    """Raised by the stop event: carries the time the clock had reached."""
+
+    def __init__(self, now: float):
+        self.now = now
+
+
+def _stop(now: float) -> None:
+    raise Stopped(now)
 
 
 class Resource:
@@ -47,3 +79,24 @@ class Resource:
         start = self.free_at if self.free_at > now else now
         self.free_at = start + duration
         return start, self.free_at
+
+
+@contextmanager
+def stop_on_interrupt(clock: Clock) -> Iterator[None]:
+    """Inside the block, Ctrl-C (or Jupyter's stop button) stops the clock between two events,
+    so what was computed is consistent; a second Ctrl-C interrupts at once, as usual.
+    Signal handlers live in the main thread only: elsewhere nothing changes."""
+    before = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or before is None:
+        yield  # None: a handler not set from Python, which we could not put back
+        return
+
+    def first(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, before)  # the next Ctrl-C is an ordinary one
+        clock.interrupt()
+
+    signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -15,7 +15,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .cluster import Cluster
-from .engine import Clock, Resource
+from .engine import Clock, Resource, stop_on_interrupt
 from .modes import Policy
 from .server import ParameterServer
 from .timeline import Span, gaps
@@ -81,12 +81,14 @@ class Simulation:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            self.clock.run()
-        except KeyboardInterrupt:  # keep what was computed: the caller gets a partial run
+            with stop_on_interrupt(self.clock):
+                self.clock.run()
+        except KeyboardInterrupt:  # a second Ctrl-C, or not the main thread: stop at once
             self.interrupted = True
         finally:
             if enabled:
                 gc.enable()
+        self.interrupted = self.interrupted or self.clock.stopped
 
     # --- a worker's step: gate, fetch, compute --------------------------------------------
     def start_step(self, rank: int, step: int) -> None:

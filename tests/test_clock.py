@@ -117,3 +117,33 @@ def test_an_interrupted_run_keeps_what_it_computed(monkeypatch):
 def test_progress_bar_counts_updates(capsys):
     run = pslab.train(mode="async", workers=2, steps=5, progress=True, numerics=False)
     assert "10/10" in capsys.readouterr().err and run.complete
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_ctrl_c_right_after_an_update_leaves_a_consistent_run(monkeypatch, mode):
+    """The worst moment for Ctrl-C: the server has just changed the weights and the update is
+    not yet in the timeline or the history. The run stops between events, so all three agree."""
+    import os
+    import signal
+
+    from pslab.server import ParameterServer
+
+    real = ParameterServer.push
+
+    def push_then_ctrl_c(self, shard, grad):
+        applied = real(self, shard, grad)
+        if applied and shard == 0 and self.versions[0] == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+        return applied
+
+    monkeypatch.setattr(ParameterServer, "push", push_then_ctrl_c)
+    kw = dict(mode=mode, workers=3, steps=10, seed=2, cluster=pslab.Cluster.free())
+    with pytest.warns(UserWarning, match="interrupted"):
+        run = pslab.train(**kw)
+    assert not run.complete and run.updates == 4
+    assert sum(s.kind == "update" and s.shard == 0 for s in run.timeline) == 4
+    monkeypatch.undo()
+    if mode == "sync":  # the weights are those of exactly 4 updates
+        four = pslab.train(**{**kw, "steps": 4})
+        assert all(torch.equal(run.weights[n], four.weights[n]) for n in four.weights)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler put back
