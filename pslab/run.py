@@ -20,7 +20,7 @@ from .divergence import divergence, warn_if_diverged
 from .layout import Layout
 from .limits import check_fits
 from .model import LAYERS, Params, evaluate, init_params, shapes
-from .modes import SSP, Async, Policy, Sync, policy_for
+from .modes import Policy, policy_for
 from .processes.options import check_options
 from .server import ParameterServer
 from .simulation import Record, Simulation, no_numbers
@@ -210,9 +210,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
                   hidden=hidden, staleness_lr=staleness_lr)
-    if options is not None and (staleness_lr or type(policy) not in (Sync, Async, SSP)):
-        raise ValueError(f"backend='processes' runs mode 'sync', 'async' or pslab.SSP(s), without "
-                         f"staleness_lr (got mode={policy.name}, staleness_lr={staleness_lr})")
+    if options is not None and policy.ring:
+        raise ValueError(f"backend='processes' runs the parameter-server modes (sync, async, "
+                         f"SSP, Backup, SoftSync), not a ring all-reduce (got mode={policy.name})")
     if options is not None:  # real processes: pslab/processes/
         if not numerics:
             raise ValueError("numerics=False only applies to backend='simulated'")

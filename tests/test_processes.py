@@ -92,16 +92,20 @@ def gone(run):
     return all(not alive(p) for p in run.config["pids"])
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(accumulate=2, workers=2),
-                                    dict(shards=3, cluster=pslab.Cluster(speeds=[0.5, 1, 1]))])
-def test_sync_on_processes_ends_with_the_simulated_weights(kwargs):
-    run = processes(mode="sync", **kwargs)
-    sim = pslab.train(mode="sync", steps=6, **{"workers": 3, **kwargs})
+@pytest.mark.parametrize("mode, kwargs", [
+    ("sync", dict()), ("sync", dict(accumulate=2, workers=2)),
+    ("sync", dict(shards=3, cluster=pslab.Cluster(speeds=[0.5, 1, 1]))),
+    (pslab.SSP(0), dict(staleness_lr=True))])  # BSP: sync's barrier, gradients added
+def test_barrier_modes_on_processes_end_with_the_simulated_weights(mode, kwargs):
+    run = processes(mode=mode, **kwargs)
+    sim = pslab.train(mode=mode, steps=6, **{"workers": 3, **kwargs})
     assert run.config["backend"] == "processes" and gone(run) and run.complete
     assert set(run.weights) == set(sim.weights)
     assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
     assert [r.loss for r in run.history] == [r.loss for r in sim.history]
     assert run.staleness == sim.staleness == [0] * 6
+    assert run.push_staleness == sim.push_staleness
+    assert run.start_loss == sim.start_loss
 
 
 def test_measured_timeline_has_every_kind_and_real_compute_times():
@@ -125,6 +129,23 @@ def test_async_races_and_records_staleness_per_push():
     assert all(s >= 0 for s in run.staleness) and max(run.staleness) >= 1
     assert sorted((r.worker, r.step) for r in run.history) == [
         (w, t) for w in range(3) for t in range(8)]
+
+
+def test_backup_workers_carry_the_rounds_past_a_killed_worker():
+    # Backup(1): each round takes the first 2 of 3 pushes, so losing one worker is survivable
+    run = processes(mode=pslab.Backup(1), kill={2: 2})
+    assert "worker 2" in run.config["failures"][0] and gone(run)
+    assert run.updates == 6 and all(r.worker is None for r in run.history)
+    dropped = [s for s in run.timeline if s.kind == "push" and s.note == "dropped"]
+    used = sum(1 for s in run.timeline if s.kind == "push" and s.note is None)
+    assert used == 2 * 6 * 2  # 2 pushes a round, 6 rounds, 2 shards: the rest were dropped
+    assert len(dropped) + used == sum(1 for s in run.timeline if s.kind == "push")
+
+
+def test_softsync_averages_every_c_pushes_as_they_come():
+    run = processes(mode=pslab.SoftSync(3), steps=4)
+    assert run.updates == 4 and len(run.push_staleness) == 12
+    assert all(r.worker is None for r in run.history)
 
 
 def test_ssp_no_worker_runs_more_than_s_steps_ahead():

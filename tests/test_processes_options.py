@@ -17,6 +17,7 @@ BAD = [
     (dict(backend="processes", kill={0: 50}), "kill step"),
     (dict(backend="processes", hang=[1, 2]), "hang"),
     (dict(backend="processes", numerics=False), "numerics"),
+    (dict(backend="processes", mode="allreduce"), "mode=allreduce"),
     (dict(timeout=5), "timeout"),  # a process option on the simulated backend
     (dict(kill={0: 1}), "kill"),
 ]

@@ -33,6 +33,7 @@ class Job:
     update: list[float]  # virtual seconds of one update on each shard
     order: list[list[int]] | None  # sync: per step, the workers in the order the clock pushes
     options: Options
+    staleness_lr: bool = False  # each push's gradient divided by its staleness when above 1
 
     @property
     def num_shards(self) -> int:
@@ -57,7 +58,8 @@ class Job:
         o = self.options
         return dict(mode=self.policy.name, workers=self.workers, accumulate=self.accumulate,
                     lr=self.lr, batch=self.batch, steps=self.steps, shards=self.shards,
-                    seed=self.seed, numerics=True, hidden=self.hidden, backend="processes",
+                    seed=self.seed, numerics=True, hidden=self.hidden,
+                    staleness_lr=self.staleness_lr, backend="processes",
                     time_scale=o.time_scale, timeout=o.timeout, address=o.address,
                     start_method=o.start_method, kill=dict(o.kill), hang=dict(o.hang))
 
@@ -73,6 +75,7 @@ def make_job(policy: Policy, config: dict[str, Any], options: Options) -> Job:
                 batch=config["batch"], steps=config["steps"], shards=config["shards"],
                 seed=config["seed"], hidden=config["hidden"])
     timing = train(mode=policy, cluster=cluster, numerics=False, **keys)
+    keys["staleness_lr"] = bool(config.get("staleness_lr", False))
     layout = timing.layout
     total = layout.size
     shard_bytes = [BYTES_PER_VALUE * layout.keys(s) for s in range(layout.shards)]

@@ -48,6 +48,7 @@ class Launch:
         self.job = job
         self.spans: list = []
         self.updates: list[dict] = []
+        self.pushes: list[dict] = []  # every push a shard took, with its staleness there
         self.ready: dict[int, dict] = {}
         self.errors: dict[int, str] = {}
         self.done: set[int] = set()
@@ -134,6 +135,8 @@ class Launch:
     def handle(self, rank: int, kind: str, payload: Any) -> None:
         if kind == "spans":
             self.spans.extend(payload)
+        elif kind == "push":
+            self.pushes.append(payload)
         elif kind == "update":
             self.updates.append(payload)
             if self.bar is not None:
@@ -153,13 +156,19 @@ class Launch:
             self.read(rank)
         if p.exitcode == 0:
             return
-        policy = self.job.policy
-        if self.job.role(rank)[0] == "worker" and rank not in self.errors \
-                and not policy.waits_for_update and policy.aggregate(self.job.workers) == 1:
+        if self.job.role(rank)[0] == "worker" and rank not in self.errors and self.survivable():
             self.failures.append(f"{self.where(rank)}; the others went on")
             return
         self.listen(0.5)  # the others' last words: who was killed, whose push is missing
         raise ProcessFailure(self.explain())
+
+    def survivable(self) -> bool:
+        """Can the run go on without the workers lost so far? Without a barrier, yes; with
+        one, only while enough workers are left to fill a round (backup workers)."""
+        policy, w = self.job.policy, self.job.workers
+        lost = sum(1 for r, p in enumerate(self.procs) if r >= self.job.num_shards
+                   and p.exitcode not in (None, 0))
+        return not policy.waits_for_update or w - lost >= policy.aggregate(w)
 
     def where(self, rank: int) -> str:
         p, (role, index) = self.procs[rank], self.job.role(rank)
@@ -223,4 +232,4 @@ class Launch:
         extra = dict(pids=[p.pid for p in self.procs], failures=list(self.failures),
                      startup_s=getattr(self, "startup_s", None))
         return assemble(self.job, self.spans, self.updates, complete and not self.failures,
-                        extra)
+                        extra, self.pushes)

@@ -24,7 +24,7 @@ from .job import Job
 
 
 def assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complete: bool,
-             extra: dict[str, Any]) -> Run:
+             extra: dict[str, Any], pushes: list[dict[str, Any]] = ()) -> Run:
     layout = job.layout()
     timeline = sorted(spans + idle_spans(spans, job.workers), key=lambda s: (s.start, s.end))
     start = layout.split(layout.flatten(init_params(64, job.hidden, 10, job.seed)))
@@ -43,8 +43,20 @@ def assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complet
     makespan = max((s.end for s in timeline), default=0.0)
     groups = [layout.names_in(s) for s in range(layout.shards)]
     shard_bytes = [BYTES_PER_VALUE * layout.keys(s) for s in range(layout.shards)]
+    start_loss = evaluate(layout.unflatten(torch.cat(start)), data.x_train, data.y_train)[0]
     return Run({**job.config(), **extra}, timeline, history, layout.unflatten(torch.cat(final)),
-               makespan, groups, shard_bytes, complete=complete, layout=layout)
+               makespan, groups, shard_bytes, complete=complete, layout=layout,
+               push_staleness=push_staleness(pushes), start_loss=start_loss)
+
+
+def push_staleness(pushes: list[dict[str, Any]]) -> list[int]:
+    """Staleness of every push the server took, in order of arrival: a push counts as stale as
+    on its stalest shard (as the simulation counts it)."""
+    by_push: dict[tuple[int, int], list[dict]] = defaultdict(list)
+    for p in pushes:
+        by_push[p["worker"], p["step"]].append(p)
+    order = sorted(by_push.values(), key=lambda ps: min(p["time"] for p in ps))
+    return [max(p["staleness"] for p in ps) for ps in order]
 
 
 def idle_spans(spans: list[Span], workers: int) -> list[Span]:

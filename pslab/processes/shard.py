@@ -34,7 +34,7 @@ class Shard:
         self.job, self.index, self.report = job, index, report
         layout = job.layout()
         params = init_params(64, job.hidden, 10, job.seed)  # the digits: 64 pixels, 10 classes
-        self.server = ParameterServer(params, layout, job.lr,
+        self.server = ParameterServer(params, layout, job.policy.server_lr(job.lr, job.workers),
                                       aggregate=job.policy.aggregate(job.workers))
         self.keys = layout.keys(index)
         self.state = threading.Condition()  # guards the server and the counters below
@@ -74,7 +74,8 @@ class Shard:
                 seq = self.take(w, step, version, payload(buf))
                 if kind == LAST:
                     return
-                self.wait_to_start(w, step + 1, seq)
+                if seq is not None:  # a dropped push (a backup worker's late one) waits not
+                    self.wait_to_start(w, step + 1, seq)
                 self.reply(w, rank, step + 1, buf)
         except RuntimeError as e:  # gloo: the worker died, or stayed silent past the timeout
             self.lose(w, e)
@@ -83,17 +84,27 @@ class Shard:
                 self.finished += 1
                 self.state.notify_all()
 
-    def take(self, w: int, step: int, version: int, grad) -> int:
-        """The push arrives over the link, then goes to the server (in clock order for sync)."""
+    def take(self, w: int, step: int, version: int, grad) -> int | None:
+        """The push arrives over the link, then goes to the server (in clock order for sync).
+        Returns its number among the pushes the server took (None: dropped, its round was
+        already complete: with backup workers, the late pushes)."""
         a, b = self.hold_link(self.job.transfer[self.index])
-        self.report("spans", [Span(w, self.index, "push", a, b, step)])
         self.arrived[w] = step + 1
-        order = self.job.order
+        order, policy = self.job.order, self.job.policy
+        with self.state:
+            if policy.waits_for_update and step < self.server.versions[self.index]:
+                self.pushed[w] = step + 1
+                self.report("spans", [Span(w, self.index, "push", a, b, step, note="dropped")])
+                return None
+        self.report("spans", [Span(w, self.index, "push", a, b, step)])
         with self.state:
             if order is not None:  # sync: add the round's gradients as the simulation does
                 self.wait(lambda: order[step][self.turn[step]] == w)
                 self.turn[step] += 1
             lag = self.server.versions[self.index] - version
+            if self.job.staleness_lr and lag > 1:  # lr / staleness (Zhang et al. 2016)
+                grad = grad / lag
+            self.report("push", dict(worker=w, step=step, staleness=lag, time=b))
             self.round_stale = max(self.round_stale, lag)
             self.received += 1
             seq = self.received
@@ -120,8 +131,8 @@ class Shard:
         policy = self.job.policy
 
         def may_go() -> bool:
-            if policy.waits_for_update and self.applied_upto < seq:
-                return False
+            if policy.waits_for_update:  # a barrier: the update that took this push is made
+                return self.applied_upto >= seq
             slowest = min((self.pushed[v] for v in self.alive), default=math.inf)
             return policy.may_start(step, slowest)
 
@@ -157,10 +168,13 @@ class Shard:
             raise Stuck(self.errors[0])
 
     def lose(self, w: int, error: Exception) -> None:
-        """Worker w is gone. Async modes go on without it; a sync round cannot complete."""
+        """Worker w is gone. Modes without a barrier go on without it, and so does a barrier
+        with enough backup workers left; a sync round cannot complete."""
+        policy = self.job.policy
         with self.state:
             self.alive.discard(w)
-            if isinstance(error, Stuck) or self.job.policy.waits_for_update:
+            if isinstance(error, Stuck) or (policy.waits_for_update and
+                                            len(self.alive) < self.server.aggregate):
                 self.errors.append(str(error) if isinstance(error, Stuck) else
                                    f"shard {self.index}: lost worker {w} ({error})")
             self.state.notify_all()

@@ -61,16 +61,18 @@ def load_run(folder: str | Path) -> Run:
     """The Run of a torchrun launch, from the report files its ranks wrote into `folder`."""
     folder = Path(folder)
     job: Job = pickle.loads((folder / "job.pkl").read_bytes())
-    spans, updates, errors, done = [], [], [], 0
+    spans, updates, pushes, errors, done = [], [], [], [], 0
     for rank in range(job.world):
         for kind, payload in read_file(folder / f"rank{rank}.pkl"):
             if kind == "spans":
                 spans.extend(payload)
             elif kind == "update":
                 updates.append(payload)
+            elif kind == "push":
+                pushes.append(payload)
             elif kind == "error":
                 errors.append(payload["message"])
             elif kind == "done":
                 done += 1
     return assemble(job, spans, updates, done == job.world,
-                    dict(launcher="torchrun", failures=errors))
+                    dict(launcher="torchrun", failures=errors), pushes)
