@@ -48,6 +48,11 @@ lab: install
 present: install
 	$(VENV)/bin/voila notebooks/present.ipynb $(LAB_ARGS)
 
+# Each dashboard at 1024x768 with the file browser open, as the browser test sees it.
+screenshots: install system
+	rm -rf out/shots && PSLAB_BROWSER_SHOTS=out/shots $(PY) -m pytest -q tests/test_notebooks_browser.py
+	mkdir -p docs/screenshots && cp out/shots/*_1024.png docs/screenshots/
+
 demo: install
 	$(PY) -m pslab demo
 

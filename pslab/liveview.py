@@ -252,7 +252,9 @@ class View:
     def __init__(self, settings: Settings | None = None, palette: str | None = None):
         self.settings = settings or PRESETS["default"]
         palette = palette or self.settings.palette
-        self.timeline = LiveFigure(TIMELINE_SIZE, dict(left=0.17, right=0.98, bottom=0.12,
+        # shard rows ("S1 {W_o, …, W_h}") need a wider margin than GPU rows (figure 001 has none)
+        left = 0.1 if palette == "accumulation" else 0.2
+        self.timeline = LiveFigure(TIMELINE_SIZE, dict(left=left, right=0.98, bottom=0.12,
                                                        top=0.92))
         # block labels ("minibatch", "F") crowd a dense timeline: only figure 001's durations
         self.timeline_plot = TimelinePlot(self.timeline.ax, palette=palette,
@@ -263,7 +265,7 @@ class View:
                                 ncol=len(handles), frameon=False, fontsize=11,
                                 borderaxespad=0.2, columnspacing=1.0, handlelength=1.4)
         self._block_text = self.timeline_plot.text
-        self.training = LiveFigure(TRAINING_SIZE, dict(left=0.1, right=0.98, bottom=0.17,
+        self.training = LiveFigure(TRAINING_SIZE, dict(left=0.12, right=0.98, bottom=0.17,
                                                        top=0.86, wspace=0.32), ncols=2)
         self.training_plot = TrainingPlot(self.training.ax, acc_ax=self.training.axes[1])
         # the side panel: staleness, or in sync mode (always staleness 0) the time split

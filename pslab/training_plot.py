@@ -16,13 +16,24 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import LogFormatter, MaxNLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from .run import Run, as_runs
 
 # One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.
 RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 X_AXES = {"time": "virtual time (s)", "update": "server updates", "step": "step"}
+
+
+def _minor_label(ax: Axes, v: float) -> str:
+    """A log axis's minor tick label: '2', '3', '5' (x 10^k) while the axis spans less than
+    a decade or so, where few or no major (power of ten) ticks are in view; else none."""
+    low, high = ax.get_ylim()
+    if not (0 < low < high) or high / low > 20 or v <= 0:
+        return ""
+    mantissa = v / 10 ** np.floor(np.log10(v))
+    whole = round(mantissa)
+    return f"{v:g}" if whole in (2, 3, 5) and abs(mantissa - whole) < 1e-6 else ""
 
 
 def _runs(runs: Run | Sequence[Run]) -> list[Run]:
@@ -60,9 +71,9 @@ class TrainingPlot:
             a.set_xlabel(X_AXES[x])
         ax.set_ylabel("training loss (log)")
         ax.set_yscale("log")
-        # plain numbers (2, 1.5, 0.5), also on the minor ticks a narrow range is labelled by
-        ax.yaxis.set_major_formatter(LogFormatter())
-        ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+        # plain numbers (0.5, 1, 2), and on a range narrower than a decade its 2s, 3s and 5s
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: _minor_label(ax, v)))
         acc_ax.set_ylabel("test accuracy")
         acc_ax.set_ylim(0, 1)
         acc_ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))

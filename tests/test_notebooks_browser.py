@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -414,3 +415,89 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
             pass
         _shutdown_kernels(base)
 
+
+
+@pytest.fixture(scope="module")
+def presenter():
+    """`make present`'s server: Voila on notebooks/present.ipynb, on 127.0.0.1, stopped after."""
+    _require_browser()
+    tmp = Path(tempfile.mkdtemp(prefix="pslab-voila-"))
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp / "config"),
+               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_DATA_DIR=str(tmp / "data"),
+               IPYTHONDIR=str(tmp / "ipython"), JUPYTER_PLATFORM_DIRS="1")
+    env.pop("PSLAB_HIDE_ANSWERS", None)
+    port = _free_port()
+    log_path = tmp / "voila.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "voila", str(ROOT / "notebooks" / "present.ipynb"),
+         "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"voila exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}")
+            try:
+                _get(f"{base}/api/status")
+                break
+            except urllib.error.HTTPError:  # an answer (voila guards its API): it is up
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"voila did not start in 90 s:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.5)
+        yield base, log_path
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presenter, browser,
+                                                                         capsys):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    base, log_path = presenter
+    driver = browser
+    driver.set_window_size(*SIZES["large"])
+    try:
+        driver.get(base)
+        count = _wait(driver, "const d = document.querySelectorAll('.pslab-dashboard "
+                      ".pslab-status [data-state=\"ready\"]'); return d.length >= 3 && d.length;",
+                      timeout=RUN_ALL_TIMEOUT, what="three dashboards in the presenter view")
+        assert count == 3
+        text = driver.execute_script("return document.body.innerText;")
+        for code in ("pw.dashboard", "import ", "replay.figure", ".check(", "quiz"):
+            assert code not in text, f"the presenter view shows code or exercises: {code!r}"
+        assert driver.execute_script("return document.querySelectorAll('.jp-InputArea-editor, "
+                                     ".CodeMirror, .cm-editor').length;") == 0
+        assert driver.execute_script("return document.querySelectorAll('img').length;") >= 12
+        # the first dashboard answers a key press with a new timeline
+        img = driver.find_element(By.CSS_SELECTOR, ".pslab-dashboard img.pslab-timeline")
+        before = img.get_attribute("src")
+        handle = driver.find_element(By.CSS_SELECTOR, ".pslab-dashboard .pslab-workers "
+                                                      ".noUi-handle")
+        handle.send_keys(Keys.ARROW_RIGHT)
+        _wait(driver, "return document.querySelector('.pslab-dashboard img.pslab-timeline')"
+              ".getAttribute('src') !== arguments[0];", (before,), timeout=30,
+              what="the presenter dashboard to redraw")
+        for size in ("large", "1024"):
+            problems = _fit_problems(driver, size)
+            driver.execute_script("document.querySelector('.pslab-dashboard')"
+                                  ".scrollIntoView();")
+            _shoot(driver, "present", size, ".pslab-dashboard")
+            assert problems == [], f"presenter view at {SIZES[size]}: {problems}"
+        driver.set_window_size(*SIZES["large"])
+    except Exception:
+        with capsys.disabled():
+            print(f"\n--- voila log (tail) ---\n{log_path.read_text()[-4000:]}")
+        raise

@@ -18,7 +18,7 @@ from PIL import Image
 from pslab.tex import FIGURES_DIR, compile_tex
 
 HERE = Path(__file__).resolve().parent
-DPI = 110
+DPI = 220  # the 001 block widths a question asks about read at 100 % (~12 px digits)
 
 
 def render(dpi: int = DPI) -> list[Path]:
@@ -34,7 +34,7 @@ def render(dpi: int = DPI) -> list[Path]:
     return out
 
 
-def make_map(pngs: list[Path], width: int = 420) -> Path:
+def make_map(pngs: list[Path], width: int = 560) -> Path:
     """The figures as thumbnails, two per row."""
     thumbs = []
     for p in pngs:
