@@ -157,3 +157,16 @@ def test_a_diverged_run_says_so_once_and_still_returns():
 def test_bad_values_are_refused_by_name(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_allreduce_timeline_draws_with_the_same_plots():
+    from pslab.export import tikz
+    from pslab.timeline_plot import plot_timeline
+
+    run = pslab.train(mode="allreduce", workers=3, steps=4, numerics=False,
+                      cluster=pslab.Cluster(speeds=[1.0, 0.5, 1.0]))
+    fig = plot_timeline(run)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["G1", "G2", "G3"]  # no server rows: there is no server
+    assert run.barrier_time > 0 and run.queue_time == 0.0  # the fast wait for G2, no queue
+    assert "\\draw" in tikz(run)
