@@ -306,7 +306,9 @@ class View:
         blocks = settings.workers * settings.steps * settings.accumulate
         self.timeline_plot.text = self._block_text if blocks <= MAX_LABELLED_BLOCKS else None
         rows = settings.workers + (0 if self.timeline_plot.column else settings.shards)
-        self.timeline.ax.tick_params(axis="y", labelsize=12 if rows <= 14 else 10)  # fit rows
+        size = 12 if rows <= 14 else 10  # many rows: smaller labels, so that they fit
+        if self.timeline.ax.yaxis.get_major_ticks()[0].label1.get_fontsize() != size:
+            self.timeline.ax.tick_params(axis="y", labelsize=size)
         self.timeline_plot.update(run, xmax=nice_ceiling(run.makespan * 1.02))
         return {"timeline": self.timeline.render(_timeline_artists(self.timeline_plot)),
                 "staleness": self._side(run)}

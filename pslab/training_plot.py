@@ -16,24 +16,26 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, PercentFormatter
 
 from .run import Run, as_runs
 
 # One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.
 RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+LOG_SUBS = (1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)  # minor ticks of the log loss axis (x 10^k)
 X_AXES = {"time": "virtual time (s)", "update": "server updates", "step": "step"}
 
 
 def _minor_label(ax: Axes, v: float) -> str:
-    """A log axis's minor tick label: '2', '3', '5' (x 10^k) while the axis spans less than
-    a decade or so, where few or no major (power of ten) ticks are in view; else none."""
+    """A log axis's minor tick label: '2', '3', '5' (x 10^k; every one on a range narrower
+    than 4x) while the axis spans less than 20x, where few or no major (power of ten) ticks
+    are in view; else none."""
     low, high = ax.get_ylim()
     if not (0 < low < high) or high / low > 20 or v <= 0:
         return ""
-    mantissa = v / 10 ** np.floor(np.log10(v))
-    whole = round(mantissa)
-    return f"{v:g}" if whole in (2, 3, 5) and abs(mantissa - whole) < 1e-6 else ""
+    mantissa = round(float(v / 10 ** np.floor(np.log10(v))), 6)
+    shown = LOG_SUBS if high / low < 4 else (2, 3, 5)  # a narrow range: label them all
+    return f"{v:g}" if mantissa in shown else ""
 
 
 def _runs(runs: Run | Sequence[Run]) -> list[Run]:
@@ -73,6 +75,7 @@ class TrainingPlot:
         ax.set_yscale("log")
         # plain numbers (0.5, 1, 2), and on a range narrower than a decade its 2s, 3s and 5s
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(LogLocator(subs=LOG_SUBS))
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: _minor_label(ax, v)))
         acc_ax.set_ylabel("test accuracy")
         acc_ax.set_ylim(0, 1)
@@ -105,7 +108,7 @@ class TrainingPlot:
         self.ax.relim(visible_only=True)
         self.ax.autoscale_view(scalex=False)
         if labels != self._labels:  # a legend rebuild costs ~1 ms: only when the names change
-            self.ax.legend(handles=self.loss_lines[:len(runs)], fontsize=10, loc="lower left",
+            self.ax.legend(handles=self.loss_lines[:len(runs)], fontsize=11, loc="lower left",
                            bbox_to_anchor=(0, 1.0), ncol=2, frameon=False, borderaxespad=0.2)
             self._labels = labels
         # one line per run: a caption never wraps in the middle of a number

@@ -30,6 +30,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -90,31 +91,41 @@ def lab():
                JUPYTER_PLATFORM_DIRS="1", PYTHONUNBUFFERED="1")
     env.pop("PSLAB_HIDE_ANSWERS", None)
     port = _free_port()
-    log_path = tmp / "lab.log"
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
+           f"--port={port}", "--port-retries=0", "--IdentityProvider.token=",
+           "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
+           f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+           f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp / 'ws'}",
+           "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
+           "--allow-root"]
+    try:
+        with _serve("JupyterLab", cmd, root, env, port, tmp / "lab.log") as served:
+            yield served
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def _serve(what: str, cmd: list[str], cwd: Path, env: dict, port: int, log_path: Path):
+    """Start a server on 127.0.0.1:port, wait until it answers, yield (base_url, log_path);
+    then stop it with every process it started (its own process group)."""
     log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", "--port-retries=0", "--IdentityProvider.token=",
-         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
-         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-         f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp / 'ws'}",
-         "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
-         "--allow-root"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited ({proc.returncode}):\n"
-                            f"{log_path.read_text()[-3000:]}")
+                pytest.fail(f"{what} exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}")
             try:
                 _get(f"{base}/api/status")
                 break
+            except urllib.error.HTTPError:  # an answer (voila guards its API): it is up
+                break
             except OSError:
                 if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start in 90 s:\n"
-                                f"{log_path.read_text()[-3000:]}")
+                    pytest.fail(f"{what} did not start in 90 s:\n{log_path.read_text()[-3000:]}")
                 time.sleep(0.5)
         yield base, log_path
     finally:
@@ -126,7 +137,6 @@ def lab():
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
         log.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -427,37 +437,12 @@ def presenter():
                IPYTHONDIR=str(tmp / "ipython"), JUPYTER_PLATFORM_DIRS="1")
     env.pop("PSLAB_HIDE_ANSWERS", None)
     port = _free_port()
-    log_path = tmp / "voila.log"
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "voila", str(ROOT / "notebooks" / "present.ipynb"),
-         "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "voila", str(ROOT / "notebooks" / "present.ipynb"),
+           "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0"]
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"voila exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}")
-            try:
-                _get(f"{base}/api/status")
-                break
-            except urllib.error.HTTPError:  # an answer (voila guards its API): it is up
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"voila did not start in 90 s:\n{log_path.read_text()[-3000:]}")
-                time.sleep(0.5)
-        yield base, log_path
+        with _serve("voila", cmd, ROOT, env, port, tmp / "voila.log") as served:
+            yield served
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-        log.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
