@@ -7,6 +7,7 @@ import math
 from numbers import Integral
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -22,6 +23,7 @@ from .limits import check_fits
 from .model import LAYERS, Params, evaluate, init_params, shapes
 from .modes import Policy, policy_for
 from .processes.options import check_options
+from .checkpoint import Checkpoint
 from .server import ParameterServer
 from .simulation import Record, Simulation, no_numbers
 from .timeline import Span, covered, total
@@ -162,7 +164,8 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
           progress: bool = False, backend: str = "simulated", time_scale: float | None = None,
           timeout: float | None = None, address: str | None = None,
           start_method: str | None = None, kill: dict[int, int] | None = None,
-          hang: dict[int, int] | None = None, staleness_lr: bool = False) -> Run:
+          hang: dict[int, int] | None = None, checkpoint: Checkpoint | None = None,
+          staleness_lr: bool = False) -> Run:
     """Train the digits MLP on a parameter server in virtual time.
 
     mode: "sync", "async" or pslab.SSP(s). workers: how many. accumulate: minibatches per push.
@@ -181,6 +184,8 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     ("forkserver" or "spawn"), kill / hang ({worker: step}: faults on purpose). See
     docs/processes.md.
     staleness_lr: divide each push's learning rate by max(1, its staleness) (Zhang et al. 2016).
+    checkpoint: pslab.Checkpoint(path, at=t) writes the run's whole state when virtual time
+    reaches t; pslab.resume(path) carries it on, bit for bit (simulated backend; checkpoint.py).
     mode may also be pslab.Backup(b), pslab.SoftSync(c) or "allreduce" (pslab.modes).
     """
     policy = policy_for(mode)
@@ -213,7 +218,11 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     if options is not None and policy.ring:
         raise ValueError(f"backend='processes' runs the parameter-server modes (sync, async, "
                          f"SSP, Backup, SoftSync), not a ring all-reduce (got mode={policy.name})")
+    if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
+        raise ValueError(f"checkpoint must be a pslab.Checkpoint (got {checkpoint!r})")
     if options is not None:  # real processes: pslab/processes/
+        if checkpoint is not None:
+            raise ValueError("checkpoint only applies to backend='simulated'")
         if not numerics:
             raise ValueError("numerics=False only applies to backend='simulated'")
         from .processes.launcher import launch
@@ -227,10 +236,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
                              aggregate=policy.aggregate(workers))
     crew = [Worker(i, data, workers, accumulate, batch, layout=layout) for i in range(workers)]
 
-    def score() -> tuple[float, float]:
-        weights = layout.unflatten(server.flat())
-        loss, _ = evaluate(weights, data.x_train, data.y_train)
-        return loss, evaluate(weights, data.x_test, data.y_test)[1]
+    score = partial(_score, server, data)  # a partial, not a closure: a checkpoint pickles it
 
     actors = Simulation
     if policy.ring:  # no server: the workers all-reduce (pslab/allreduce.py)
@@ -239,6 +245,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
                  cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
                  shard_bytes, score if data else no_numbers, staleness_lr)
     start_loss = score()[0] if data else math.nan
+    if checkpoint is not None:  # write the state on the way, or carry on from written state
+        sim = checkpoint.arm(sim, dict(config, mode=policy))
+        server = sim.server
     if progress:
         from tqdm.auto import tqdm
 
@@ -260,6 +269,13 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
               push_staleness=sim.push_staleness, start_loss=start_loss)
     warn_if_diverged(run)
     return run
+
+
+def _score(server: ParameterServer, data: Digits) -> tuple[float, float]:
+    """(training loss, test accuracy) of the server's weights now."""
+    weights = server.layout.unflatten(server.flat())
+    loss, _ = evaluate(weights, data.x_train, data.y_train)
+    return loss, evaluate(weights, data.x_test, data.y_test)[1]
 
 
 MAX_SHARDS = 256

@@ -70,12 +70,15 @@ class Simulation:
         self._members: dict[int, list[int]] = defaultdict(list)  # round -> who pushed into it
         self.progress = None  # a tqdm bar, ticked once per server update
         self.interrupted = False
+        self.started = False
         # Only a bounded-staleness policy can hold a worker back before a step.
         self._gated = not policy.waits_for_update and policy.bound < steps
 
     def run(self) -> None:
-        for w in self.workers:
-            self.start_step(w.rank, 0)
+        if not self.started:  # a simulation resumed from a checkpoint is already under way
+            self.started = True
+            for w in self.workers:
+                self.start_step(w.rank, 0)
         # A run allocates up to ~10^6 spans and frees none: the cyclic garbage collector would
         # rescan them again and again (half the time of a large timing-only run) for nothing.
         enabled = gc.isenabled()

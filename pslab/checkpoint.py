@@ -1,0 +1,71 @@
+"""Checkpoint and resume a simulated run: the whole state between two events, on disk.
+
+Between two events of the virtual clock the simulation is just data: the clock's heap of
+pending events, the server's shards and versions, each worker's fetched keys, the timeline and
+history so far. A `Checkpoint(path, at=t)` handed to `pslab.train` writes all of it (pickled)
+when the clock reaches virtual time t, and the run goes on. `pslab.resume(path)` (or train with
+`Checkpoint(path)` and the same settings) carries on from there: the same events in the same
+order on the same numbers, so the resumed run equals the uninterrupted one bit for bit.
+"""
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+from .checks import number
+
+FORMAT = "pslab-checkpoint-1"
+
+
+class Checkpoint:
+    """Where (path) and, to write one, when (at: virtual seconds) to checkpoint a run."""
+
+    def __init__(self, path: str | Path, at: float | None = None):
+        if not isinstance(path, (str, Path)):
+            raise ValueError(f"checkpoint path must be a file name (got {path!r})")
+        self.path = Path(path)
+        self.at = None if at is None else number("checkpoint at (virtual seconds)", at)
+
+    def __repr__(self) -> str:
+        when = "" if self.at is None else f", at={self.at:g}"
+        return f"Checkpoint({str(self.path)!r}{when})"
+
+    def arm(self, sim, settings: dict[str, Any]):
+        """Called by train with its simulation, before it runs: to write, schedule the save;
+        to resume, return the saved simulation (its settings must be these)."""
+        if self.at is not None:
+            sim.clock.at(self.at, _save, sim, self.path, settings)
+            return sim
+        saved = load(self.path)
+        if repr(saved["settings"]) != repr(settings):
+            raise ValueError(f"checkpoint {self.path} was written by a run with other settings "
+                             f"({saved['settings']!r}); resume it with pslab.resume(path)")
+        return saved["simulation"]
+
+
+def _save(sim, path: Path, settings: dict[str, Any]) -> None:
+    bar, sim.progress = sim.progress, None  # a progress bar is the notebook's, not the run's
+    try:
+        path.write_bytes(pickle.dumps(dict(format=FORMAT, settings=settings, simulation=sim,
+                                           time=sim.clock.now, updates=len(sim.history))))
+    finally:
+        sim.progress = bar
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """The saved checkpoint: its train settings, the simulation, the virtual time it was at."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"checkpoint {path} does not exist")
+    saved = pickle.loads(path.read_bytes())
+    if not isinstance(saved, dict) or saved.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a pslab checkpoint")
+    return saved
+
+
+def resume(path: str | Path, progress: bool = False):
+    """Carry a checkpointed run on to its end; returns the Run (as if never interrupted)."""
+    from .run import train
+
+    return train(**load(path)["settings"], progress=progress, checkpoint=Checkpoint(path))
