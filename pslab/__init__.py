@@ -28,6 +28,9 @@ _LAZY = {
     "StalenessPlot": ".plot", "TimelinePlot": ".plot", "TrainingPlot": ".plot",
     "compare": ".plot", "plot_dataflow": ".plot", "plot_staleness": ".plot",
     "plot_timeline": ".plot", "plot_training": ".plot",
+    # real processes, Chrome traces, checkpoints
+    "processes": ".processes", "trace": ".trace", "chrome_trace": ".trace",
+    "Checkpoint": ".checkpoint", "resume": ".checkpoint",
 }
 
 
@@ -49,4 +52,5 @@ __all__ = ["Cluster", "SSP", "Sync", "Async", "Policy", "Run", "train", "Paramet
            "Backup", "SoftSync", "classic", "Record", "Span", "KINDS", "Worker", "plot", "replay",
            "tikz", "TimelinePlot",
            "TrainingPlot", "StalenessPlot", "plot_timeline", "compare", "plot_training",
-           "plot_staleness", "plot_dataflow", "quiz", "widgets", "Dashboard", "dashboard", "nas"]
+           "plot_staleness", "plot_dataflow", "quiz", "widgets", "Dashboard", "dashboard", "nas",
+           "processes", "trace", "chrome_trace", "Checkpoint", "resume"]
