@@ -51,7 +51,7 @@ def describe_search(result: Search) -> str:
 def plot_curves(result: Search, baseline: Search | None = None) -> Figure:
     """Mean accuracy of the children per round: each replica thin, the mean thick, random
     search at the same budget grey."""
-    fig = Figure(figsize=(11, 3.6), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(9, 3.6), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(1, result.rounds + 1)
     for k, row in enumerate(result.rewards):
@@ -93,22 +93,29 @@ class Dashboard(widgets.Dashboard):
                                            description="mode")
         for name, c in self.controls.items():
             c.style = {"description_width": "90px"}
-            c.layout = W.Layout(width="320px")
+            # no fixed pixel widths: the controls wrap and the images shrink to the cell, so
+            # the dashboard fits a 1024-pixel projector beside JupyterLab's file browser
+            c.layout = W.Layout(width="auto", min_width="240px", max_width="380px")
             c.add_class(f"pslab-{name}")
         # the browser test moves the `pslab-workers` slider: the controllers are the workers
         # of figure 003's parameter server
         self.controls["controllers"].add_class("pslab-workers")
-        self.images = {n: W.Image(format="png", layout=W.Layout(flex="0 0 auto"))
-                       for n in ("timeline", "rewards")}
+        self.images = {n: W.Image(format="png", layout=W.Layout(
+            width="100%", height="auto", max_width=f"{9 * DPI}px", margin="0"))
+            for n in ("timeline", "rewards")}
         for n, img in self.images.items():
             img.add_class(f"pslab-{n}")
         self.status, self.numbers = W.HTML(), W.HTML()
         self.status.add_class("pslab-status")
         names = list(self.controls)
-        self.widget = W.VBox([W.HBox([W.VBox([self.controls[n] for n in names[:3]]),
-                                      W.VBox([self.controls[n] for n in names[3:]]
-                                             + [self.status])]),
-                              self.numbers, self.images["timeline"], self.images["rewards"]])
+        column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
+        wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
+        self.widget = W.VBox(
+            [W.HBox([W.VBox([self.controls[n] for n in names[:3]], layout=column),
+                     W.VBox([self.controls[n] for n in names[3:]] + [self.status],
+                            layout=column)], layout=wrap),
+             self.numbers, self.images["timeline"], self.images["rewards"]],
+            layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
         self.result: Search | None = None
         self.baseline: Search | None = None
@@ -144,10 +151,10 @@ class Dashboard(widgets.Dashboard):
         self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
 
     def _show_timeline(self) -> None:
-        fig = Figure(figsize=(11, 5.2), dpi=DPI, layout="constrained")
+        fig = Figure(figsize=(9, 5.6), dpi=DPI, layout="constrained")
         r = self.result
         when = ("the search, children trained" if r.config["numerics"] else
-                "clock only while the sliders move: children drawn from the initial policy")
+                "clock only while the sliders move (children from the initial policy)")
         plot_tiers(r, fig.add_subplot(), replicas=4,
                    title=f"{when}\nmakespan {r.makespan:.1f} s, busiest shard busy "
                          f"{server_busy(r):.0%}"

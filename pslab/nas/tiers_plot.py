@@ -71,15 +71,17 @@ def plot_tiers(result: Search, ax: Axes | None = None, replicas: int | None = No
                                          zorder=3 if kind == "update" else 2))
     ax.set_xlim(0, result.makespan * 1.01 or 1.0)
     ax.set_ylim(len(table) - 0.5, -0.5)
-    size = 10 if len(table) <= 30 else 7
+    size = 11 if len(table) <= 30 else 7
     ax.set_yticks(range(len(table)), [label for _, label, _ in table], fontsize=size)
-    ax.tick_params(axis="x", labelsize=10)
-    ax.set_xlabel("virtual time (s)", fontsize=11)
+    ax.tick_params(axis="x", labelsize=11)
+    ax.set_xlabel("virtual time (s)", fontsize=12)
     _tier_bands(ax, table)
+    # the legend under the axis, in one row: the time axis keeps the figure's whole width
     ax.legend(handles=[Patch(facecolor=PALETTES["ps"][k], edgecolor="black", label=v)
-                       for k, v in NAMES.items()], loc="upper left", bbox_to_anchor=(1.005, 1),
-              fontsize=10, frameon=False)
-    ax.set_title(title or _caption(result, len(table)), fontsize=11)
+                       for k, v in NAMES.items()], loc="upper center",
+              bbox_to_anchor=(0.5, -0.13 if len(table) < 20 else -0.06), ncol=len(NAMES),
+              fontsize=11, frameon=False)
+    ax.set_title(title or _caption(result, len(table)), fontsize=12)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax.figure
@@ -88,14 +90,18 @@ def plot_tiers(result: Search, ax: Axes | None = None, replicas: int | None = No
 def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> None:
     """A line between the tiers and the tier's name at its middle, left of the row labels."""
     tiers = [t for t, _, _ in table]
+    # points per row, roughly (before the layout settles): a tier's name shrinks to its band
+    fig = ax.figure  # a Figure, or a SubFigure of figure 003's two panels
+    row_pt = 0.7 * fig.bbox.height * 72 / fig.dpi / len(table)
     for name in ("servers", "controllers", "children"):
         idx = [i for i, t in enumerate(tiers) if t == name]
         if not idx:
             continue
         if idx[0] > 0:
             ax.axhline(idx[0] - 0.5, color="0.35", linewidth=1.0)
+        size = max(6.0, min(11.0, len(idx) * row_pt / (0.65 * len(name))))
         ax.text(-0.06, (idx[0] + idx[-1]) / 2, name, transform=ax.get_yaxis_transform(),
-                rotation=90, ha="right", va="center", fontsize=11, weight="bold")
+                rotation=90, ha="right", va="center", fontsize=size, weight="bold")
 
 
 def _caption(result: Search, n_rows: int) -> str:
