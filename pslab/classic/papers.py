@@ -47,7 +47,7 @@ def waiting(run: Run) -> float:
 
 
 def bounded_delay(taus: Sequence[int] = (0, 1, 2, 4, 8, 16), workers: int = 4, steps: int = 80,
-                  lr: float = 0.2, target: float = 0.5, converge: Sequence[int] = (0, 4, 16),
+                  lr: float = 0.2, target: float = 0.5, converge: Sequence[int] = (0, 8, 16),
                   seed: int = 0) -> Result:
     """Li et al., OSDI'14, bounded delay τ (pslab.SSP(τ); τ = 0 is BSP). The waiting comes from
     timing-only runs; the runs for τ in `converge` also train (the arithmetic never changes a
