@@ -151,7 +151,10 @@ class Dashboard(widgets.Dashboard):
         self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
 
     def _show_timeline(self) -> None:
-        fig = Figure(figsize=(9, 5.6), dpi=DPI, layout="constrained")
+        # fixed margins, not constrained layout: measuring every label's extent was half of
+        # each redraw
+        fig = Figure(figsize=(9, 5.6), dpi=DPI)
+        fig.subplots_adjust(left=0.115, right=0.985, top=0.89, bottom=0.17)
         r = self.result
         when = ("the search, children trained" if r.config["numerics"] else
                 "clock only while the sliders move (children from the initial policy)")
