@@ -14,11 +14,17 @@ cost no time here), so all-reduce and sync compute the same weights.
 """
 from __future__ import annotations
 
+from typing import Callable
+
+from .cluster import Cluster
+from .modes import Policy
+from .server import ParameterServer
 from .simulation import Simulation, _new
 from .timeline import Span
+from .worker import Worker
 
 
-def ring_time(cluster, workers: int, nbytes: float) -> float:
+def ring_time(cluster: Cluster, workers: int, nbytes: float) -> float:
     """Seconds of one ring all-reduce of `nbytes` among `workers` (0 for a single worker)."""
     if workers == 1:
         return 0.0
@@ -28,7 +34,9 @@ def ring_time(cluster, workers: int, nbytes: float) -> float:
 class RingSimulation(Simulation):
     """Figure 000's workers, but after each step they all-reduce instead of pushing to shards."""
 
-    def __init__(self, server, workers, policy, cluster, durations, steps, shard_bytes, evaluate,
+    def __init__(self, server: ParameterServer, workers: list[Worker], policy: Policy,
+                 cluster: Cluster, durations: list[list[float]], steps: int,
+                 shard_bytes: list[int], evaluate: Callable[[], tuple[float, float]],
                  staleness_lr: bool = False):
         super().__init__(server, workers, policy, cluster, durations, steps, shard_bytes,
                          evaluate, staleness_lr)

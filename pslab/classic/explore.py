@@ -5,7 +5,7 @@ opposed to waiting for other workers (Span.note)."""
 from __future__ import annotations
 
 import warnings
-from typing import Callable
+from typing import Any, Callable
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
@@ -75,7 +75,7 @@ def _timeline(run: Run, title: str) -> Figure:
     return fig
 
 
-def knob(draw: Callable[..., Figure], **controls):
+def knob(draw: Callable[..., Figure], **controls: Any) -> Any:
     """An ipywidgets panel: `draw(**values)` redrawn whenever a control moves."""
     import ipywidgets as W
     from IPython.display import display
@@ -86,17 +86,20 @@ def knob(draw: Callable[..., Figure], **controls):
     return W.interactive(show, **controls)
 
 
-def explore_delay():
+def explore_delay() -> Any:
+    """τ from 0 to 16 (section 1 of notebook 05)."""
     import ipywidgets as W
     return knob(delay_timeline, tau=W.IntSlider(0, 0, 16, description="τ"))
 
 
-def explore_backup():
+def explore_backup() -> Any:
+    """b from 0 to 4 backup workers (section 4)."""
     import ipywidgets as W
     return knob(backup_timeline, b=W.IntSlider(0, 0, 4, description="backups b"))
 
 
-def explore_lr_rule():
+def explore_lr_rule() -> Any:
+    """fixed lr or lr/τ, and the lr itself (section 2)."""
     import ipywidgets as W
     return knob(lr_rule, rule=W.ToggleButtons(options=["fixed lr", "lr/τ"], description="rule"),
                 lr=W.FloatLogSlider(0.5, base=10, min=-2, max=0, description="lr"))
