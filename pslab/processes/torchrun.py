@@ -14,7 +14,7 @@ import os
 import pickle
 from pathlib import Path
 
-from ..modes import SSP, policy_for
+from ..modes import SSP, Backup, SoftSync, policy_for
 from ..run import Run
 from .child import main as play
 from .job import Job, make_job
@@ -26,7 +26,7 @@ from .report import read_file
 def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
     p = argparse.ArgumentParser(prog="python -m pslab.processes",
                                 description="one rank of a pslab run (start it with torchrun)")
-    p.add_argument("--mode", default="sync", help="sync, async or ssp:S")
+    p.add_argument("--mode", default="sync", help="sync, async, ssp:S, backup:B or softsync:C")
     for name, kind, default in (("workers", int, 3), ("shards", str, "layers"),
                                 ("steps", int, 20), ("accumulate", int, 1), ("lr", float, 0.5),
                                 ("batch", int, 32), ("seed", int, 0), ("hidden", int, 32),
@@ -35,7 +35,7 @@ def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
         p.add_argument(f"--{name}", type=kind, default=default)
     p.add_argument("--out", required=True, help="folder for this run's report files")
     a = p.parse_args(argv)
-    mode = SSP(int(a.mode[4:])) if a.mode.startswith("ssp:") else a.mode
+    mode = parse_mode(a.mode)
     shards = int(a.shards) if a.shards.isdigit() else a.shards
     options = check_options("processes", a.workers, a.steps, time_scale=a.time_scale,
                             timeout=a.timeout, address=a.address)
@@ -44,6 +44,15 @@ def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
     from ..cluster import Cluster
 
     return make_job(policy_for(mode), dict(config, cluster=Cluster()), options), Path(a.out)
+
+
+def parse_mode(text: str):
+    """'sync', 'async', 'ssp:S', 'backup:B' or 'softsync:C' as a mode for pslab.train."""
+    name, _, number = text.partition(":")
+    kinds = {"ssp": SSP, "backup": Backup, "softsync": SoftSync}
+    if name in kinds and number.isdigit():
+        return kinds[name](int(number))
+    return text  # train names anything else it does not know
 
 
 def run_rank(argv: list[str] | None = None) -> None:
