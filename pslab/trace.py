@@ -68,9 +68,9 @@ def to_chrome_trace(run, path: str | Path) -> Path:
 
 
 def _track(span: Span, run) -> tuple[int, int, str]:
-    if span.kind in ("fetch", "push"):
-        shards = len(run.shard_bytes) or 1
-        return LINKS, span.worker * shards + span.shard, f"worker {span.worker} - shard {span.shard}"
+    if span.kind in ("fetch", "push") and span.shard is not None:
+        tid = span.worker * (len(run.shard_bytes) or 1) + span.shard
+        return LINKS, tid, f"worker {span.worker} - shard {span.shard}"
     if span.worker is None:
         return SHARDS, span.shard, f"shard {span.shard}"
     return WORKERS, span.worker, f"worker {span.worker} (GPU {span.worker})"

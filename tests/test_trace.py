@@ -27,7 +27,8 @@ def check_trace(trace: dict, run) -> None:
     assert set(by_track) <= named
     starts = {e["id"]: e for e in events if e["ph"] == "s"}
     ends = {e["id"]: e for e in events if e["ph"] == "f"}
-    assert starts.keys() == ends.keys() and starts
+    assert starts.keys() == ends.keys()
+    assert bool(starts) == any(s.kind == "update" for s in run.timeline)  # no server, no arrows
     for fid in starts:
         for e in (starts[fid], ends[fid]):
             assert any(a <= e["ts"] <= b for a, b in by_track[e["pid"], e["tid"]])
@@ -46,6 +47,13 @@ def test_simulated_runs_make_valid_traces(mode, tmp_path):
     counters = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["name"] == "loss"]
     assert [c["args"]["loss"] for c in counters] == [r.loss for r in run.history]
     assert trace["otherData"]["pslab"]["mode"] == run.mode
+
+
+def test_a_ring_allreduce_has_no_server_rows():
+    run = pslab.train(mode="allreduce", workers=3, steps=4)
+    trace = chrome_trace(run)
+    check_trace(trace, run)
+    assert {e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"} == {1}  # workers only
 
 
 def test_overlapping_transfers_get_their_own_tracks():
