@@ -27,16 +27,17 @@ def tikz(result: Search, path: str | Path | None = None, width: float = 14.0,
             f"$K={result.controllers}$, $m={result.children}$, {result.rounds} rounds, "
             f"makespan {right:.1f} s}};"]
     for i, (tier, label, _) in enumerate(table):
-        body.append(f"  \\node[anchor=east, font=\\scriptsize] at (-0.1,{_num(-i - 0.5)}) "
-                    f"{{{_esc(label)}}};")
+        body.append(f"  \\node[anchor=east, font=\\scriptsize] at ([xshift=-1mm]0,"
+                    f"{_num(-i - 0.5)}) {{{_esc(label)}}};")
     for tier in ("servers", "controllers", "children"):
         idx = [i for i, (t, _, _) in enumerate(table) if t == tier]
         if idx:
-            body.append(f"  \\node[rotate=90, font=\\scriptsize\\bfseries] at "
-                        f"(-1.3,{_num(-(idx[0] + idx[-1] + 1) / 2)}) {{{tier}}};")
+            # offsets in cm, not in seconds: the labels sit left of the axis at any scale
+            body.append(f"  \\node[rotate=90, font=\\tiny\\bfseries] at ([xshift=-1.1cm]0,"
+                        f"{_num(-(idx[0] + idx[-1] + 1) / 2)}) {{{tier}}};")
             if idx[0]:
-                body.append(f"  \\draw[gray] (-1.5,{_num(-idx[0])}) -- ({_num(right)},"
-                            f"{_num(-idx[0])});")
+                body.append(f"  \\draw[gray] ([xshift=-1.3cm]0,{_num(-idx[0])}) -- "
+                            f"({_num(right)},{_num(-idx[0])});")
     for kind, found in blocks(result, replicas).items():
         for start, end, row in found:
             body.append(f"  \\draw[ps {kind}] ({_num(start)},{_num(-row - 0.1)}) rectangle "
