@@ -178,3 +178,13 @@ def test_best_lists_distinct_architectures_best_first():
     assert len({f.arch for f in r.best}) == len(r.best)
     assert sum(f.times for f in r.best) == len(r.samples)
     assert r.best[0].accuracy == max(s.accuracy for s in r.samples)
+
+
+def test_each_child_replica_has_its_own_speed():
+    speeds = [1.0, 0.5, 1.0, 1.0]  # K=2 x m=2 child replicas; C1.2 computes at half speed
+    cluster = pslab.Cluster(compute_time=0.01, speeds=speeds, latency=0.0,
+                            bandwidth=float("inf"), update_time=0.0)
+    r = pslab.nas.search(controllers=2, children=2, rounds=3, cluster=cluster, numerics=False)
+    for s in r.samples:
+        slow = 2.0 if (s.controller, s.child) == (0, 1) else 1.0
+        assert math.isclose(s.end - s.start, slow * 50 * 0.01 * child.relative_cost(s.arch))
