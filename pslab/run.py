@@ -209,8 +209,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     check_fits(workers=workers, steps=steps, accumulate=accumulate, shards=layout.shards,
                keys=layout.size, batch=batch, hidden=hidden, numerics=numerics,
                updates=workers * steps // policy.aggregate(workers))
-    options = check_options(backend, workers, steps, time_scale=time_scale, timeout=timeout,
-                            address=address, start_method=start_method, kill=kill, hang=hang)
+    options = check_options(backend, workers, steps, layout.shards, time_scale=time_scale,
+                            timeout=timeout, address=address, start_method=start_method,
+                            kill=kill, hang=hang)
 
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,

@@ -18,6 +18,7 @@ BAD = [
     (dict(backend="processes", hang=[1, 2]), "hang"),
     (dict(backend="processes", numerics=False), "numerics"),
     (dict(backend="processes", mode="allreduce"), "mode=allreduce"),
+    (dict(backend="processes", workers=40, shards=30), "workers \\+ shards"),
     (dict(timeout=5), "timeout"),  # a process option on the simulated backend
     (dict(kill={0: 1}), "kill"),
 ]
@@ -30,7 +31,7 @@ def test_bad_process_settings_are_named_before_any_process_starts(kwargs, name, 
 
     monkeypatch.setattr(launcher.Launch, "start", started)
     with pytest.raises(ValueError, match=name):
-        pslab.train(workers=3, steps=5, **kwargs)
+        pslab.train(**{"workers": 3, "steps": 5, **kwargs})
 
 
 def test_loopback_is_the_default_and_other_addresses_are_taken_as_given():

@@ -39,9 +39,16 @@ class Options:
         return ipaddress.ip_address(self.address).is_loopback
 
 
-def check_options(backend: str, workers: int, steps: int, **given: Any) -> Options | None:
+MAX_PROCESSES = 64  # shards + workers: each is a whole Python process with torch loaded
+
+
+def check_options(backend: str, workers: int, steps: int, shards: int = 1,
+                  **given: Any) -> Options | None:
     """Options for `backend` ("simulated": None; process-only settings are then refused)."""
     one_of("backend", backend, ("simulated", "processes"))
+    if backend == "processes" and shards + workers > MAX_PROCESSES:
+        raise ValueError(f"workers + shards must be at most {MAX_PROCESSES} with backend="
+                         f"'processes', one OS process each (got {workers} + {shards})")
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
         raise ValueError(f"unknown process option(s) {', '.join(unknown)}; allowed: "
