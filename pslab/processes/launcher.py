@@ -76,7 +76,7 @@ class Launch:
         except KeyboardInterrupt:  # the stop button: keep what was measured
             run = self.result(False)
             warnings.warn(f"run interrupted after {run.updates} updates: returning the partial "
-                          f"run; every process was stopped", stacklevel=3)
+                          f"run; every process was stopped", stacklevel=4)
             return run
         except ProcessFailure as e:
             e.run = self.result(False)
