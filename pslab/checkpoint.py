@@ -3,9 +3,13 @@
 Between two events of the virtual clock the simulation is just data: the clock's heap of
 pending events, the server's shards and versions, each worker's fetched keys, the timeline and
 history so far. A `Checkpoint(path, at=t)` handed to `pslab.train` writes all of it (pickled)
-when the clock reaches virtual time t, and the run goes on. `pslab.resume(path)` (or train with
-`Checkpoint(path)` and the same settings) carries on from there: the same events in the same
-order on the same numbers, so the resumed run equals the uninterrupted one bit for bit.
+when the clock reaches virtual time t, and the run goes on. `pslab.resume(path)` carries on from
+there: the same events in the same order on the same numbers, so the resumed run equals the
+uninterrupted one bit for bit.
+
+On real processes (`backend="processes"`, barrier modes) `Checkpoint(path)` has the launcher
+write the server's shards after every complete round; `pslab.resume(path)` starts new processes
+from the last one (pslab/processes/launcher.py).
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ class Checkpoint:
             raise ValueError(f"checkpoint path must be a file name (got {path!r})")
         self.path = Path(path)
         self.at = None if at is None else number("checkpoint at (virtual seconds)", at)
+        self.resuming = False  # set by resume(): read the file instead of writing it
 
     def __repr__(self) -> str:
         when = "" if self.at is None else f", at={self.at:g}"
@@ -34,7 +39,10 @@ class Checkpoint:
     def arm(self, sim, settings: dict[str, Any]):
         """Called by train with its simulation, before it runs: to write, schedule the save;
         to resume, return the saved simulation (its settings must be these)."""
-        if self.at is not None:
+        if not self.resuming:
+            if self.at is None:
+                raise ValueError("a simulated run writes its checkpoint at a virtual time: "
+                                 "Checkpoint(path, at=t)")
             sim.clock.at(self.at, _save, sim, self.path, settings)
             return sim
         saved = load(self.path)
@@ -68,4 +76,11 @@ def resume(path: str | Path, progress: bool = False):
     """Carry a checkpointed run on to its end; returns the Run (as if never interrupted)."""
     from .run import train
 
-    return train(**load(path)["settings"], progress=progress, checkpoint=Checkpoint(path))
+    saved = load(path)
+    if saved.get("backend") == "processes":
+        from .processes.launcher import resume_processes
+
+        return resume_processes(saved, Path(path), progress)
+    again = Checkpoint(path)
+    again.resuming = True
+    return train(**saved["settings"], progress=progress, checkpoint=again)

@@ -222,13 +222,11 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
         raise ValueError(f"checkpoint must be a pslab.Checkpoint (got {checkpoint!r})")
     if options is not None:  # real processes: pslab/processes/
-        if checkpoint is not None:
-            raise ValueError("checkpoint only applies to backend='simulated'")
         if not numerics:
             raise ValueError("numerics=False only applies to backend='simulated'")
         from .processes.launcher import launch
 
-        return launch(policy, config, options, progress)
+        return launch(policy, config, options, progress, checkpoint)
     shard_bytes = cluster.timing_bytes([BYTES_PER_VALUE * layout.keys(s)
                                         for s in range(layout.shards)])
     data = Digits.load(seed) if numerics else None

@@ -49,12 +49,18 @@ def test_checkpoint_refuses_what_it_cannot_do(tmp_path):
         Checkpoint(tmp_path / "x", at=-1)
     with pytest.raises(ValueError, match="does not exist"):
         resume(tmp_path / "missing.ckpt")
-    with pytest.raises(ValueError, match="checkpoint only applies"):
-        pslab.train(steps=3, backend="processes", checkpoint=Checkpoint(tmp_path / "x", at=1))
+    for mode, at in (("sync", 1.0), ("async", None)):  # processes: rounds, so a barrier mode
+        with pytest.raises(ValueError, match="after each complete round"):
+            pslab.train(mode=mode, steps=3, backend="processes",
+                        checkpoint=Checkpoint(tmp_path / "x", at=at))
+    with pytest.raises(ValueError, match="at a virtual time"):
+        pslab.train(steps=3, checkpoint=Checkpoint(tmp_path / "x"))
     path = tmp_path / "run.ckpt"
     pslab.train(steps=4, checkpoint=Checkpoint(path, at=2.0))
+    other = Checkpoint(path)
+    other.resuming = True  # what resume() hands train: the file must match train's settings
     with pytest.raises(ValueError, match="other settings"):
-        pslab.train(steps=5, checkpoint=Checkpoint(path))
+        pslab.train(steps=5, checkpoint=other)
     (tmp_path / "junk").write_bytes(b"\x80\x04K\x01.")
     with pytest.raises(ValueError, match="not a pslab checkpoint"):
         resume(tmp_path / "junk")

@@ -34,6 +34,9 @@ class Job:
     order: list[list[int]] | None  # sync: per step, the workers in the order the clock pushes
     options: Options
     staleness_lr: bool = False  # each push's gradient divided by its staleness when above 1
+    checkpoint: str | None = None  # the launcher writes the server's rounds here
+    start_step: int = 0  # resumed from a checkpoint: the first step (= round) to run
+    start_keys: tuple | None = None  # ... and each shard's keys then (numpy arrays)
 
     @property
     def num_shards(self) -> int:

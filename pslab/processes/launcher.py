@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import signal
 import time
 import warnings
+from dataclasses import replace
 from datetime import timedelta
 from multiprocessing.connection import wait
+from pathlib import Path
 from typing import Any
 
 import torch.distributed as dist
 
+from ..checkpoint import FORMAT
 from ..modes import Policy
 from ..run import Run
 from .child import Meeting, main
@@ -37,15 +41,40 @@ class ProcessFailure(RuntimeError):
         self.run = run
 
 
-def launch(policy: Policy, config: dict[str, Any], options: Options,
-           progress: bool = False) -> Run:
-    """Run train's validated `config` on real processes (see pslab.train, backend="processes")."""
-    return Launch(make_job(policy, config, options), progress).run()
+def launch(policy: Policy, config: dict[str, Any], options: Options, progress: bool = False,
+           checkpoint: Any = None) -> Run:
+    """Run train's validated `config` on real processes (see pslab.train, backend="processes").
+    checkpoint: a pslab.Checkpoint(path): the server's shards are written there after every
+    complete round (barrier modes), for `pslab.resume(path)`."""
+    if checkpoint is not None:
+        if checkpoint.at is not None or not policy.waits_for_update:
+            raise ValueError("with backend='processes' a checkpoint is the server's shards after "
+                             "each complete round: Checkpoint(path) without at, in a mode with "
+                             f"rounds (sync, SSP(0), Backup) (got {checkpoint!r}, "
+                             f"mode={policy.name})")
+        checkpoint = str(checkpoint.path)
+    job = replace(make_job(policy, config, options), checkpoint=checkpoint)
+    return Launch(job, progress, dict(config, mode=policy)).run()
+
+
+def resume_processes(saved: dict[str, Any], path: Path, progress: bool = False) -> Run:
+    """Start new processes from a checkpoint's last complete round (faults asked for on purpose
+    are not asked again); they go on writing their rounds to the same file."""
+    settings = saved["settings"]
+    if saved["step"] >= settings["steps"]:
+        raise ValueError(f"checkpoint {path} is of a finished run ({saved['step']} of "
+                         f"{settings['steps']} rounds)")
+    options = replace(saved["options"], kill={}, hang={})
+    job = replace(make_job(settings["mode"], settings, options), checkpoint=str(path),
+                  start_step=saved["step"], start_keys=tuple(saved["keys"]))
+    return Launch(job, progress, settings).run()
 
 
 class Launch:
-    def __init__(self, job: Job, progress: bool = False):
+    def __init__(self, job: Job, progress: bool = False, settings: dict | None = None):
         self.job = job
+        self.settings = settings  # train's arguments, for a checkpoint to resume with
+        self.rounds: dict[int, dict[int, Any]] = {}  # version -> shard -> keys (checkpoints)
         self.spans: list = []
         self.updates: list[dict] = []
         self.pushes: list[dict] = []  # every push a shard took, with its staleness there
@@ -139,6 +168,8 @@ class Launch:
             self.pushes.append(payload)
         elif kind == "update":
             self.updates.append(payload)
+            if self.job.checkpoint is not None:
+                self.keep_round(payload)
             if self.bar is not None:
                 self.bar.update(1)
         elif kind == "ready":
@@ -194,6 +225,24 @@ class Launch:
             return f"{name} run stopped: {self.errors[min(self.errors)]}"
         failed = [r for r, p in enumerate(self.procs) if p.exitcode]
         return f"{name} run stopped: {self.where(failed[0])}"
+
+    def keep_round(self, update: dict) -> None:
+        """Once every shard has made update v (round v - 1 complete), write them to the
+        checkpoint file: replaced whole (written aside, then renamed), never half written."""
+        shards = self.rounds.setdefault(update["version"], {})
+        shards[update["shard"]] = update["keys"]
+        if len(shards) < self.job.num_shards:
+            return
+        version = update["version"]
+        state = dict(format=FORMAT, backend="processes", settings=self.settings,
+                     options=self.job.options, step=version, updates=version,
+                     keys=[shards[s] for s in range(self.job.num_shards)])
+        path = Path(self.job.checkpoint)
+        aside = path.with_name(path.name + ".writing")
+        aside.write_bytes(pickle.dumps(state))
+        os.replace(aside, path)
+        for v in [v for v in self.rounds if v <= version]:
+            del self.rounds[v]
 
     def listen(self, seconds: float) -> None:
         """Read whatever the processes still say for a moment (other errors, last spans)."""

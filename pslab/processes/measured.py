@@ -27,7 +27,8 @@ def assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complet
              extra: dict[str, Any], pushes: list[dict[str, Any]] = ()) -> Run:
     layout = job.layout()
     timeline = sorted(spans + idle_spans(spans, job.workers), key=lambda s: (s.start, s.end))
-    start = layout.split(layout.flatten(init_params(64, job.hidden, 10, job.seed)))
+    start = layout.split(layout.flatten(init_params(64, job.hidden, 10, job.seed))) \
+        if job.start_keys is None else [torch.from_numpy(k) for k in job.start_keys]
     data = Digits.load(job.seed)
     updates = [dict(u, keys=torch.from_numpy(u["keys"])) for u in updates]
     history = []
@@ -35,8 +36,8 @@ def assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complet
         weights = layout.unflatten(torch.cat(r["held"]))
         loss, _ = evaluate(weights, data.x_train, data.y_train)
         accuracy = evaluate(weights, data.x_test, data.y_test)[1]
-        history.append(Record(r["time"], loss, accuracy, r["staleness"], len(history) + 1,
-                              r["worker"], r["step"]))
+        history.append(Record(r["time"], loss, accuracy, r["staleness"],
+                              job.start_step + len(history) + 1, r["worker"], r["step"]))
     final = list(start)
     for u in sorted(updates, key=lambda u: u["version"]):
         final[u["shard"]] = u["keys"]

@@ -74,7 +74,7 @@ class WorkerProcess:
     def run(self, now: Callable[[], float]) -> None:
         job, w, worker, server = self.job, self.w, self.worker, self.server
         scale, k = job.options.time_scale, job.accumulate
-        for step in range(job.steps):
+        for step in range(job.start_step, job.steps):
             fault(job, w, step)
             server.step = step
             for s in range(job.num_shards):

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Callable
 
+import torch
 import torch.distributed as dist
 
 from ..model import init_params
@@ -37,16 +38,19 @@ class Shard:
         self.server = ParameterServer(params, layout, job.policy.server_lr(job.lr, job.workers),
                                       aggregate=job.policy.aggregate(job.workers))
         self.keys = layout.keys(index)
+        if job.start_keys is not None:  # resumed: the shard as the checkpoint left it
+            self.server.params[index] = torch.from_numpy(job.start_keys[index].copy())
+            self.server.versions[index] = job.start_step
         self.state = threading.Condition()  # guards the server and the counters below
         self.link = threading.Lock()  # one transfer or update at a time
-        self.pushed = [0] * job.workers  # pushes received per worker (SSP's clock)
+        self.pushed = [job.start_step] * job.workers  # pushes received per worker (SSP)
         self.alive = set(range(job.workers))
         self.received = 0  # pushes handed to the server so far
         self.applied_upto = 0  # ... of which this many are in an applied update
         self.turn = [0] * job.steps  # sync: how many of step t's pushes went in, in clock order
         self.round_stale = 0  # largest staleness among the pushes of the update being built
         self.errors: list[str] = []
-        self.arrived = [0] * job.workers  # pushes that reached the shard, per worker
+        self.arrived = [job.start_step] * job.workers  # pushes that reached the shard
         self.finished = 0  # worker threads that are done
 
     def run(self, now: Callable[[], float]) -> None:
@@ -69,7 +73,7 @@ class Shard:
                 dist.recv(buf, src=rank)
                 kind, step, version = header(buf)
                 if kind == PULL:
-                    self.reply(w, rank, 0, buf)
+                    self.reply(w, rank, step, buf)
                     continue
                 seq = self.take(w, step, version, payload(buf))
                 if kind == LAST:
