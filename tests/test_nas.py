@@ -81,7 +81,8 @@ def test_one_controller_one_child_is_a_plain_sequential_reinforce_loop(cube):
                                                "activations"),
     (dict(space={"width": [2]}), "space"), (dict(space=[1, 2]), "space"),
     (dict(steps=0), "steps"), (dict(batch=10 ** 6), "batch"), (dict(decay=1.0), "decay"),
-    (dict(cluster="fast"), "cluster"), (dict(cluster=pslab.Cluster(speeds=[1, 2])), "speeds"),
+    (dict(cluster="fast"), "cluster"), (dict(policy="gru"), "policy"),
+    (dict(policy="lstm", servers=3218), "servers"), (dict(cluster=pslab.Cluster(speeds=[1, 2])), "speeds"),
 ])
 def test_bad_arguments_raise_before_any_work(kwargs, name):
     trained = child.stats["trained"]
@@ -188,3 +189,53 @@ def test_each_child_replica_has_its_own_speed():
     for s in r.samples:
         slow = 2.0 if (s.controller, s.child) == (0, 1) else 1.0
         assert math.isclose(s.end - s.start, slow * 50 * 0.01 * child.relative_cost(s.arch))
+
+
+def test_one_lstm_controller_one_child_is_reinforce_through_torch_lstmcell():
+    """The paper's controller, checked against torch.nn.LSTMCell run on Θ's weights: the same
+    children sampled, the same Θ after 6 sequential REINFORCE steps."""
+    from torch.func import functional_call
+
+    from pslab.nas import lstm
+
+    lr, rounds, seed, decay, hidden = 3.0, 6, 2, 0.8, lstm.HIDDEN
+    result = pslab.nas.search(servers=4, controllers=1, children=1, rounds=rounds, seed=seed,
+                              lr=lr, decay=decay, policy="lstm", **SMALL)
+    space, budget = Space(), child.Budget(steps=20)
+    theta = lstm.init(space, seed)
+    cell = torch.nn.LSTMCell(hidden, hidden)  # gates in torch's order i, f, g, o
+    baseline, archs = None, []
+    for r in range(rounds):
+        rng = np.random.default_rng([seed, 11, 0, r])
+        leaves = {n: t.clone().requires_grad_() for n, t in theta.items()}
+        weights = {"weight_ih": leaves["W_ih"], "weight_hh": leaves["W_hh"],
+                   "bias_ih": leaves["b"], "bias_hh": torch.zeros(4 * hidden)}
+        state = (torch.zeros(1, hidden), torch.zeros(1, hidden))
+        x, names, choices, logp = leaves["start"], ["depth"], [], 0.0
+        while names:
+            name = names.pop(0)
+            state = functional_call(cell, weights, (x.unsqueeze(0), state))
+            logits = leaves[f"{name}.W"] @ state[0][0] + leaves[f"{name}.b"]
+            cdf = np.cumsum(torch.softmax(logits, 0).detach().double().numpy())
+            token = int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"),
+                            len(cdf) - 1))
+            choices.append(token)
+            logp = logp + torch.log_softmax(logits, 0)[token]
+            x = leaves[f"{name}.embed"][token]
+            if name == "depth":
+                names = space.decisions(space.depths[token])[1:]
+        archs.append(space.arch(choices))
+        reward = child.train(archs[-1], seed, budget) ** 3
+        baseline = reward if baseline is None else baseline
+        advantage = reward - baseline
+        baseline = decay * baseline + (1 - decay) * reward
+        grads = torch.autograd.grad(-advantage * logp, list(leaves.values()),
+                                    allow_unused=True)
+        theta = {n: t.detach() - lr * g if g is not None else t.detach()
+                 for (n, t), g in zip(leaves.items(), grads)}
+    assert [s.arch for s in result.samples] == archs
+    flat = torch.cat([theta[n].reshape(-1) for n in lstm.shapes(space)])
+    assert torch.allclose(result.theta, flat, atol=1e-5), (result.theta - flat).abs().max()
+    assert result.favourite() == lstm.greedy(result.parameters(), space)
+    start = torch.cat([t.reshape(-1) for t in lstm.init(space, seed).values()])
+    assert (flat - start).abs().max() > 1e-3  # the controller did move

@@ -25,7 +25,8 @@ from ..engine import Clock, Resource
 from ..layout import Params
 from ..server import ParameterServer
 from ..timeline import Span, gaps
-from . import child, controller, reinforce
+from . import child, reinforce
+from .policies import Policy
 from .space import Arch, Space
 
 BYTES_PER_VALUE = 4  # Θ is float32
@@ -59,14 +60,16 @@ class Tiers:
     """The actors of one search. Rows of the timeline (`Span.worker`): controllers 0..K−1,
     then child j of controller k at K + k·m + j; server rows are spans with worker None."""
 
-    def __init__(self, server: ParameterServer, theta0: Params, space: Space, cluster: Cluster,
+    def __init__(self, server: ParameterServer, policy: Policy, theta0: Params, space: Space,
+                 cluster: Cluster,
                  controllers: int, children: int, rounds: int, seed: int, *, sync: bool,
                  learn: bool, numerics: bool, budget: child.Budget, cube: bool, decay: float):
         self.server, self.layout, self.space = server, server.layout, space
         self.K, self.m, self.rounds, self.seed = controllers, children, rounds, seed
         self.sync, self.learn, self.numerics = sync, learn, numerics
         self.budget, self.cube = budget, cube
-        self.cdf0 = controller.cdfs(theta0, space)  # the initial, uniform policy
+        self.policy = policy
+        self.draw0 = policy.sampler(theta0, space)  # the initial policy (timing only, random)
         layout = self.layout
         self.resources = [Resource() for _ in range(layout.shards)]
         self._transfers = [(s, r, cluster.transfer_time(BYTES_PER_VALUE * layout.keys(s)))
@@ -103,11 +106,11 @@ class Tiers:
                 if self.numerics else None
             self._pulled[k] = ([v for v, _ in pulls], theta)
         theta = self._pulled[k][1]  # None: timing only, or random search (never learns)
-        cdf = self.cdf0 if theta is None else controller.cdfs(theta, self.space)
+        draw = self.draw0 if theta is None else self.policy.sampler(theta, self.space)
         rng = np.random.default_rng([self.seed, _SAMPLE, k, r])
         batch, last = [], t
         for j in range(self.m):
-            arch = self.space.arch(controller.sample(cdf, self.space, rng))
+            arch = self.space.arch(draw(rng))
             row = self.K + k * self.m + j
             d = self.budget.steps * self.step_time[row - self.K, r] * child.relative_cost(arch)
             self.timeline.append(Span(row, None, "compute", t, t + d, r))
@@ -150,8 +153,8 @@ class Tiers:
             rewards = [reinforce.reward(s.accuracy, self.cube) for s in batch]
             adv = self.baselines[k].advantages(rewards)
             choices = [self._choices(s.arch) for s in batch]
-            grad = self.layout.split(reinforce.gradient(self._pulled[k][1], self.layout,
-                                                        self.space, choices, adv))
+            grad = self.layout.split(self.policy.gradient(self._pulled[k][1], self.layout,
+                                                          self.space, choices, adv))
             self.gradients.append((k, r, grad))
         self._push(k, r, grad, float(np.mean([s.accuracy for s in batch])))
 

@@ -23,7 +23,8 @@ from ..layout import Layout, Params
 from ..run import single_thread
 from ..server import ParameterServer
 from ..timeline import Span
-from . import child, controller
+from . import child
+from .policies import POLICIES
 from .schedule import Sample, Tiers, Update
 from .space import Arch, Space, as_space, describe
 
@@ -130,14 +131,16 @@ class Search:
         k, j = divmod(worker - self.controllers, self.children)
         return f"C{k + 1}.{j + 1}"
 
-    def policy(self) -> Params:
-        """Θ by decision (logits); the policy's probabilities are their softmax."""
-        theta = self.theta if self.theta is not None else torch.zeros(self.layout.size)
-        return self.layout.unflatten(theta)
+    def parameters(self) -> Params:
+        """The final Θ by name (the initial Θ for timing-only runs and random search)."""
+        policy, space = POLICIES[self.config["policy"]], self.config["space"]
+        if self.theta is None:
+            return policy.init(space, self.config["seed"])
+        return self.layout.unflatten(self.theta)
 
     def favourite(self) -> Arch:
-        """The child the final policy is most likely to sample."""
-        return controller.most_likely(self.policy(), self.config["space"])
+        """The child the final policy favours (the most probable choice at every step)."""
+        return POLICIES[self.config["policy"]].greedy(self.parameters(), self.config["space"])
 
     def updates_table(self, first: int = 8) -> str:
         """The first updates of Θ as a text table: who pushed, when, how stale."""
@@ -165,14 +168,15 @@ class Search:
 
 def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any, lr: Any,
            mode: Any, numerics: Any, cluster: Any, space: Any, cube: Any, steps: Any,
-           batch: Any, child_lr: Any, decay: Any) -> dict[str, Any]:
+           batch: Any, child_lr: Any, decay: Any, policy: Any = "softmax") -> dict[str, Any]:
     """Every argument checked before any work: a ValueError names the first bad one."""
     for name, flag in (("numerics", numerics), ("cube", cube)):
         if not isinstance(flag, bool):
             raise ValueError(f"{name} must be True or False (got {flag!r})")
     space = as_space(space)
-    keys = sum(n for (n,) in space.shapes.values())
-    cfg = dict(
+    policy = one_of("policy", policy, tuple(POLICIES))
+    keys = sum(_count(s) for s in POLICIES[policy].shapes(space).values())  # Θ's size
+    cfg = dict(policy=policy,
         servers=integer("servers", servers, high=keys), controllers=integer("controllers",
                                                                             controllers),
         children=integer("children", children), rounds=integer("rounds", rounds),
@@ -192,11 +196,18 @@ def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any
     return cfg
 
 
+def _count(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: int = 10,
            seed: int = 0, lr: float = 2.0, mode: str = "async", numerics: bool = True,
            cluster: Cluster | None = None, space: Space | dict | None = None,
            cube: bool = True, steps: int = 50, batch: int = 96, child_lr: float = 0.3,
-           decay: float = 0.8) -> Search:
+           decay: float = 0.8, policy: str = "softmax") -> Search:
     """Neural architecture search by REINFORCE on a parameter server (figure 003).
 
     servers: S shards holding Θ by key range (1 to Θ's size). controllers: K replicas.
@@ -209,21 +220,25 @@ def search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: in
     child replica (K·m rows, one column per round).
     space: what is searched (`pslab.nas.Space`). cube: reward R³ (the paper) or R.
     steps, batch, child_lr: each child's training budget. decay: the baseline's EMA decay.
+    policy: the controller, "softmax" (one softmax per decision, Θ starts uniform) or "lstm"
+    (the paper's recurrent controller; it wants a larger lr).
     """
     cfg = _check(servers, controllers, children, rounds, seed, lr, mode, numerics, cluster,
-                 space, cube, steps, batch, child_lr, decay)
+                 space, cube, steps, batch, child_lr, decay, policy)
     return _run(cfg, method="reinforce", learn=True)
 
 
 def _run(cfg: dict[str, Any], method: str, learn: bool) -> Search:
     space, budget = cfg["space"], cfg["budget"]
-    layout = Layout.key_range(space.shapes, cfg["servers"])
-    theta0 = {n: torch.zeros(shape) for n, shape in space.shapes.items()}  # uniform policy
+    policy = POLICIES[cfg["policy"]]
+    layout = Layout.key_range(policy.shapes(space), cfg["servers"])
+    theta0 = policy.init(space, cfg["seed"])
     numerics = cfg["numerics"]
     server = ParameterServer(theta0 if numerics else None, layout, cfg["lr"],
                              aggregate=cfg["controllers"] if cfg["mode"] == "sync" else 1)
-    tiers = Tiers(server, theta0, space, cfg["cluster"], cfg["controllers"], cfg["children"],
-                  cfg["rounds"], cfg["seed"], sync=cfg["mode"] == "sync", learn=learn,
+    tiers = Tiers(server, policy, theta0, space, cfg["cluster"], cfg["controllers"],
+                  cfg["children"], cfg["rounds"], cfg["seed"], sync=cfg["mode"] == "sync",
+                  learn=learn,
                   numerics=numerics, budget=budget, cube=cfg["cube"], decay=cfg["decay"])
     before = child.stats["trained"]
     with single_thread():
