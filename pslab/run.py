@@ -185,7 +185,8 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     docs/processes.md.
     staleness_lr: divide each push's learning rate by max(1, its staleness) (Zhang et al. 2016).
     checkpoint: pslab.Checkpoint(path, at=t) writes the run's whole state when virtual time
-    reaches t; pslab.resume(path) carries it on, bit for bit (simulated backend; checkpoint.py).
+    reaches t; pslab.resume(path) carries it on, bit for bit (checkpoint.py). On processes,
+    Checkpoint(path) writes the server's shards after every round (barrier modes).
     mode may also be pslab.Backup(b), pslab.SoftSync(c) or "allreduce" (pslab.modes).
     """
     policy = policy_for(mode)
