@@ -1,10 +1,10 @@
 """The middle tier of figure 003: the controller's policy over child architectures.
 
-The controller is one softmax per decision (depth, then each layer's width and activation),
-whose logits are the rows of Θ. That is Zoph & Le's sampling order without the LSTM that
-links the decisions: their 2x35 LSTM has ~20k weights to learn from a few hundred rewards,
-these 33 logits learn visibly within ten rounds on the digits. Θ starts at zero, so the first
-round samples every choice uniformly, exactly as random search does.
+The default controller is one softmax per decision (depth, then each layer's width and
+activation), whose logits are the rows of Θ: Zoph & Le's sampling order without the LSTM that
+links the decisions (that one is `lstm.py`, `policy="lstm"`; on the digits both learn about
+as fast). Θ starts at zero, so the first round samples every choice uniformly, exactly as
+random search does.
 
 Sampling is inverse-CDF on one uniform number per decision from the caller's generator, so
 the same Θ and the same stream give the same children on every machine.
