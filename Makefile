@@ -51,7 +51,7 @@ present: install
 # Each dashboard at 1024x768 with the file browser open, as the browser test sees it.
 screenshots: install system
 	rm -rf out/shots && PSLAB_BROWSER_SHOTS=out/shots $(PY) -m pytest -q tests/test_notebooks_browser.py
-	mkdir -p docs/screenshots && cp out/shots/*_1024.png docs/screenshots/
+	mkdir -p docs/screenshots && cp out/shots/*_1024.png out/shots/*_1024_full.png docs/screenshots/
 
 demo: install
 	$(PY) -m pslab demo

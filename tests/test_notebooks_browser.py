@@ -285,6 +285,14 @@ def _shoot(driver, name: str, size: str, selector: str) -> None:
     stem = Path(name).stem
     driver.save_screenshot(f"{shots}/{stem}_{size}_window.png")
     driver.find_element(By.CSS_SELECTOR, selector).screenshot(f"{shots}/{stem}_{size}.png")
+    if size == "1024":  # the whole dashboard at the same width (a taller window, same layout)
+        driver.set_window_size(SIZES[size][0], 1800)
+        time.sleep(1.0)
+        driver.execute_script("document.querySelector(arguments[0]).scrollIntoView();",
+                              selector)
+        driver.find_element(By.CSS_SELECTOR, selector).screenshot(
+            f"{shots}/{stem}_{size}_full.png")
+        driver.set_window_size(*SIZES[size])
 
 
 def _wait(driver, script, args=(), timeout=60.0, what="condition", interval=0.2):
