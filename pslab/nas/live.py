@@ -22,11 +22,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .. import widgets
-from ..livefigure import png_bytes
+from ..livefigure import LiveFigure, png_bytes
 from ..widgets import _widget_bundle
 from .random_search import random_search
 from .search import Search, search
-from .tiers_plot import plot_tiers, server_busy
+from .tiers_plot import TiersPlot, server_busy
 
 LRS = (0.2, 0.5, 1.0, 2.0, 4.0, 10.0)
 RANGES = {"servers": (1, 8), "controllers": (1, 8), "children": (1, 4), "rounds": (2, 20)}
@@ -117,6 +117,9 @@ class Dashboard(widgets.Dashboard):
              self.numbers, self.images["timeline"], self.images["rewards"]],
             layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
+        self.canvas = LiveFigure((9, 5.6), dict(left=0.115, right=0.985, top=0.89,
+                                                bottom=0.17), dpi=DPI, font=11)
+        self.tiers = TiersPlot(self.canvas.ax)
         self.result: Search | None = None
         self.baseline: Search | None = None
         self.latencies_ms: list[float] = []
@@ -151,19 +154,16 @@ class Dashboard(widgets.Dashboard):
         self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
 
     def _show_timeline(self) -> None:
-        # fixed margins, not constrained layout: measuring every label's extent was half of
-        # each redraw
-        fig = Figure(figsize=(9, 5.6), dpi=DPI)
-        fig.subplots_adjust(left=0.115, right=0.985, top=0.89, bottom=0.17)
         r = self.result
         when = ("the search, children trained" if r.config["numerics"] else
                 "clock only while the sliders move (children from the initial policy)")
-        plot_tiers(r, fig.add_subplot(), replicas=4,
-                   title=f"{when}\nmakespan {r.makespan:.1f} s, busiest shard busy "
-                         f"{server_busy(r):.0%}"
-                         + (f" (first 4 of {r.controllers} replicas shown)"
-                            if r.controllers > 4 else ""))
-        self.images["timeline"].value = _render(fig)
+        self.tiers.update(r, replicas=4,
+                          title=f"{when}\nmakespan {r.makespan:.1f} s, busiest shard busy "
+                                f"{server_busy(r):.0%}"
+                                + (f" (first 4 of {r.controllers} replicas shown)"
+                                   if r.controllers > 4 else ""))
+        # the frame and axes are cached bitmaps: a slider move redraws the blocks and labels
+        self.images["timeline"].value = self.canvas.render(self.tiers.artists())
 
     def settle(self) -> None:
         """The slow path: the real search and random search; every plot redrawn."""

@@ -49,47 +49,75 @@ def blocks(result: Search, replicas: int | None = None) -> dict[str, list[tuple]
     return out
 
 
+class TiersPlot:
+    """A three-tier timeline drawn once and then moved in place by `update(result)`: one
+    collection per kind of block, so a dashboard slider only changes vertices and labels
+    (`artists()` are what changes, for `pslab.livefigure.LiveFigure` to redraw)."""
+
+    def __init__(self, ax: Axes, legend_below: float = -0.13):
+        self.ax = ax
+        self.collections = {k: PolyCollection([], facecolors=PALETTES["ps"][k],
+                                              edgecolors="black", linewidths=0.4,
+                                              zorder=3 if k == "update" else 2)
+                            for k in NAMES}
+        for coll in self.collections.values():
+            ax.add_collection(coll, autolim=False)
+        self.title = ax.set_title("", fontsize=12)
+        self.bands: list = []  # tier separators and names: they move with the rows
+        ax.tick_params(axis="x", labelsize=11)
+        ax.set_xlabel("virtual time (s)", fontsize=12)
+        # the legend under the axis, in one row: the time axis keeps the figure's whole width
+        ax.legend(handles=[Patch(facecolor=PALETTES["ps"][k], edgecolor="black", label=v)
+                           for k, v in NAMES.items()], loc="upper center",
+                  bbox_to_anchor=(0.5, legend_below), ncol=len(NAMES), fontsize=11,
+                  frameon=False)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+
+    def update(self, result: Search, replicas: int | None = None,
+               title: str | None = None) -> None:
+        table = rows(result, replicas)
+        for kind, found in blocks(result, replicas).items():
+            coll = self.collections[kind]
+            a = np.array(found).reshape(-1, 3)
+            x0, x1, y = a[:, 0], a[:, 1], a[:, 2]
+            y0, y1 = y - HEIGHT / 2, y + HEIGHT / 2
+            coll.set_verts(np.stack([np.stack(p, -1) for p in
+                                     ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], 1))
+            coll.set_linewidth(0.4 if len(found) < 3000 else 0.0)  # else edges are all we see
+        ax = self.ax
+        ax.set_xlim(0, result.makespan * 1.01 or 1.0)
+        ax.set_ylim(len(table) - 0.5, -0.5)
+        labels = [label for _, label, _ in table]
+        if [t.get_text() for t in ax.get_yticklabels()] != labels:
+            ax.set_yticks(range(len(table)), labels, fontsize=11 if len(table) <= 30 else 7)
+        for artist in self.bands:
+            artist.remove()
+        self.bands = _tier_bands(ax, table)
+        self.title.set_text(title or _caption(result, len(table)))
+
+    def artists(self) -> list:
+        return [*self.collections.values(), self.title, *self.bands]
+
+
 def plot_tiers(result: Search, ax: Axes | None = None, replicas: int | None = None,
                title: str | None = None) -> Figure:
     """Draw the three-tier timeline of `result` (see the module docstring)."""
     if not isinstance(result, Search):
         raise ValueError(f"result must be a pslab.nas.Search (what pslab.nas.search returns) "
                          f"(got {type(result).__name__})")
-    table = rows(result, replicas)
+    n_rows = len(rows(result, replicas))
     if ax is None:
-        fig = Figure(figsize=(13, min(0.32 * len(table) + 1.8, 12)), layout="constrained")
+        fig = Figure(figsize=(13, min(0.32 * n_rows + 1.8, 12)), layout="constrained")
         ax = fig.add_subplot()
-    for kind, found in blocks(result, replicas).items():
-        if not found:
-            continue
-        a = np.array(found)
-        x0, x1, y = a[:, 0], a[:, 1], a[:, 2]
-        y0, y1 = y - HEIGHT / 2, y + HEIGHT / 2
-        verts = np.stack([np.stack(p, -1) for p in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))], 1)
-        ax.add_collection(PolyCollection(verts, facecolors=PALETTES["ps"][kind],
-                                         edgecolors="black", linewidths=0.4,
-                                         zorder=3 if kind == "update" else 2))
-    ax.set_xlim(0, result.makespan * 1.01 or 1.0)
-    ax.set_ylim(len(table) - 0.5, -0.5)
-    size = 11 if len(table) <= 30 else 7
-    ax.set_yticks(range(len(table)), [label for _, label, _ in table], fontsize=size)
-    ax.tick_params(axis="x", labelsize=11)
-    ax.set_xlabel("virtual time (s)", fontsize=12)
-    _tier_bands(ax, table)
-    # the legend under the axis, in one row: the time axis keeps the figure's whole width
-    ax.legend(handles=[Patch(facecolor=PALETTES["ps"][k], edgecolor="black", label=v)
-                       for k, v in NAMES.items()], loc="upper center",
-              bbox_to_anchor=(0.5, -0.13 if len(table) < 20 else -0.06), ncol=len(NAMES),
-              fontsize=11, frameon=False)
-    ax.set_title(title or _caption(result, len(table)), fontsize=12)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    TiersPlot(ax, legend_below=-0.13 if n_rows < 20 else -0.06).update(result, replicas, title)
     return ax.figure
 
 
-def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> None:
-    """A line between the tiers and the tier's name at its middle, left of the row labels."""
-    tiers = [t for t, _, _ in table]
+def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> list:
+    """A line between the tiers and the tier's name at its middle, left of the row labels;
+    returns the artists."""
+    tiers, out = [t for t, _, _ in table], []
     # points per row, roughly (before the layout settles): a tier's name shrinks to its band
     fig = ax.figure  # a Figure, or a SubFigure of figure 003's two panels
     row_pt = 0.7 * fig.bbox.height * 72 / fig.dpi / len(table)
@@ -98,10 +126,12 @@ def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> None:
         if not idx:
             continue
         if idx[0] > 0:
-            ax.axhline(idx[0] - 0.5, color="0.35", linewidth=1.0)
+            out.append(ax.axhline(idx[0] - 0.5, color="0.35", linewidth=1.0))
         size = max(6.0, min(11.0, len(idx) * row_pt / (0.65 * len(name))))
-        ax.text(-0.06, (idx[0] + idx[-1]) / 2, name, transform=ax.get_yaxis_transform(),
-                rotation=90, ha="right", va="center", fontsize=size, weight="bold")
+        out.append(ax.text(-0.06, (idx[0] + idx[-1]) / 2, name,
+                           transform=ax.get_yaxis_transform(), rotation=90, ha="right",
+                           va="center", fontsize=size, weight="bold"))
+    return out
 
 
 def _caption(result: Search, n_rows: int) -> str:
