@@ -265,6 +265,7 @@ class View:
                                 ncol=len(handles), frameon=False, fontsize=11,
                                 borderaxespad=0.2, columnspacing=1.0, handlelength=1.4)
         self._block_text = self.timeline_plot.text
+        self.timeline_plot.min_px = 4.0  # F and P stay visible on a long run
         self.training = LiveFigure(TRAINING_SIZE, dict(left=0.12, right=0.98, bottom=0.17,
                                                        top=0.86, wspace=0.32), ncols=2)
         self.training_plot = TrainingPlot(self.training.ax, acc_ax=self.training.axes[1])

@@ -21,7 +21,8 @@ from .palette import KINDS, LABELS, PALETTES
 from .run import Run, as_runs
 
 HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: there it is 1.0)
-ZORDER = {"idle": 1, "compute": 2, "fetch": 2, "push": 2, "update": 3}  # a sync column on top
+ZORDER = {"idle": 1, "compute": 2, "fetch": 2.5, "push": 2.5, "update": 3}  # sync column on top;
+# F and P over a minibatch: a short one widened to min_px stays in view (see _visible)
 SHORT = {"Update": "Upd.", "minibatch": "mb", "forward/backward": "f/b", "gradient sync": "sync"}
 MAX_TEXTS = 80  # block labels beyond this many would be unreadable anyway (and slow)
 TEXT_PT = 9  # block labels; rows, legend and titles are larger (a projector's back row)
@@ -112,6 +113,7 @@ class TimelinePlot:
             ax.legend(handles=legend_handles(palette), loc="upper left", bbox_to_anchor=(1.01, 1),
                       fontsize=10, frameon=False)
         self.rows: list[str] = []
+        self.min_px = 0.0  # see _visible; the live dashboards set it
 
     def update(self, run: Run, xmax: float | None = None) -> None:
         """Show `run`: move every block, relabel rows, retitle; xmax fixes the time axis."""
@@ -119,11 +121,12 @@ class TimelinePlot:
         self.rows = [worker_label(w, self.palette) for w in range(run.workers)]
         self.rows += [shard_label(run, s) for s in range(shard_rows)]
         kinds, start, end, y0, y1 = self._boxes(run)
+        right = xmax if xmax is not None else (run.makespan or 1.0) * 1.02
+        shown = self._visible(kinds, start, end, right)
         for kind, coll in self.collections.items():
             mine = kinds == kind
-            coll.set_paths([_rectangles(start[mine], end[mine], y0[mine], y1[mine])]
+            coll.set_paths([_rectangles(start[mine], shown[mine], y0[mine], y1[mine])]
                            if mine.any() else [])
-        right = xmax if xmax is not None else (run.makespan or 1.0) * 1.02
         self.ax.set_xlim(0, right)
         self.ax.set_ylim(len(self.rows) - 0.5, -0.5)  # inverted: first row on top
         if [t.get_text() for t in self.ax.get_yticklabels()] != self.rows:  # ticks cost ~1 ms
@@ -131,6 +134,19 @@ class TimelinePlot:
         self.end_line.set_xdata([run.makespan, run.makespan])
         self.title.set_text(title_text(run, self.label, self.column))
         self._write(list(zip(start, end, (y0 + y1) / 2, kinds)), right)
+
+    def _visible(self, kinds: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 right: float) -> np.ndarray:
+        """Ends of the blocks as drawn: a fetch, push or update narrower than `min_px` pixels
+        is drawn `min_px` wide, so that a short F or P on a long timeline is a coloured block,
+        not a black hairline (the spans and every printed number stay exact)."""
+        if not self.min_px or not len(end):
+            return end
+        fig = self.ax.figure
+        seconds = self.min_px * right / (self.ax.get_position().width * fig.get_figwidth()
+                                         * fig.dpi)
+        short = (kinds != "idle") & (kinds != "compute") & (end - start < seconds)
+        return np.where(short, start + seconds, end)
 
     def _boxes(self, run: Run) -> tuple[np.ndarray, ...]:
         """Kind, start, end, top and bottom y of every visible span, as arrays (no Python loop

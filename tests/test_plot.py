@@ -198,3 +198,23 @@ def test_timeline_update_moves_the_same_artists_for_a_slider():
     before = (list(ax.collections), list(ax.texts), list(ax.lines))
     plot.update(pslab.train(mode="sync", workers=3, steps=4, numerics=False))
     assert (list(ax.collections), list(ax.texts), list(ax.lines)) == before
+
+
+def test_short_fetch_and_push_are_drawn_at_least_min_px_wide():
+    """On a long run a 0.25 s fetch is a hairline: the live timeline draws it min_px wide (on
+    top of the minibatch), while the spans, the minibatches and the numbers stay exact."""
+    run = pslab.train(mode="async", workers=3, steps=12, numerics=False,
+                      cluster=pslab.Cluster(compute_time=3.0, speeds=[0.5, 1, 1], latency=0.25,
+                                            bandwidth=1e8, update_time=1.0))
+    ax = fresh_ax((8, 4))
+    plot = TimelinePlot(ax)
+    plot.min_px = 4.0
+    plot.update(run)
+    px_per_s = ax.get_position().width * 8 * ax.figure.dpi / ax.get_xlim()[1]
+    fetch = plot.bars("fetch")
+    assert fetch and all((x1 - x0) * px_per_s >= 4.0 - 1e-6 for x0, x1, *_ in fetch)
+    spans = [s for s in run.timeline if s.kind == "fetch" and s.end > s.start]
+    assert any((s.end - s.start) * px_per_s < 4.0 for s in spans)  # they really were thinner
+    assert sorted(b[0] for b in fetch) == sorted(s.start for s in spans)  # starts kept
+    same_boxes(plot.bars("compute"), expected_boxes(run, "compute"))  # minibatches exact
+    assert plot.collections["fetch"].get_zorder() > plot.collections["compute"].get_zorder()
