@@ -51,7 +51,7 @@ def describe_search(result: Search) -> str:
 def plot_curves(result: Search, baseline: Search | None = None) -> Figure:
     """Mean accuracy of the children per round: each replica thin, the mean thick, random
     search at the same budget grey."""
-    fig = Figure(figsize=(9, 3.6), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(7.6, 3.6), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(1, result.rounds + 1)
     for k, row in enumerate(result.rewards):
@@ -101,7 +101,7 @@ class Dashboard(widgets.Dashboard):
         # of figure 003's parameter server
         self.controls["controllers"].add_class("pslab-workers")
         self.images = {n: W.Image(format="png", layout=W.Layout(
-            width="100%", height="auto", max_width=f"{9 * DPI}px", margin="0"))
+            width="100%", height="auto", max_width=f"{int(7.6 * DPI)}px", margin="0"))
             for n in ("timeline", "rewards")}
         for n, img in self.images.items():
             img.add_class(f"pslab-{n}")
@@ -117,9 +117,11 @@ class Dashboard(widgets.Dashboard):
              self.numbers, self.images["timeline"], self.images["rewards"]],
             layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
-        self.canvas = LiveFigure((9, 5.6), dict(left=0.115, right=0.985, top=0.89,
-                                                bottom=0.17), dpi=DPI, font=11)
-        self.tiers = TiersPlot(self.canvas.ax)
+        # 7.6 in at 80 dpi = 608 px: about the cell's width on a 1024-pixel projector with the
+        # file browser open, so the picture is not shrunk there and 11 pt stays 12 px
+        self.canvas = LiveFigure((7.6, 5.8), dict(left=0.135, right=0.985, top=0.9,
+                                                  bottom=0.2), dpi=DPI, font=11)
+        self.tiers = TiersPlot(self.canvas.ax, legend_below=-0.11, legend_rows=2)
         self.result: Search | None = None
         self.baseline: Search | None = None
         self.latencies_ms: list[float] = []

@@ -54,7 +54,7 @@ class TiersPlot:
     collection per kind of block, so a dashboard slider only changes vertices and labels
     (`artists()` are what changes, for `pslab.livefigure.LiveFigure` to redraw)."""
 
-    def __init__(self, ax: Axes, legend_below: float = -0.13):
+    def __init__(self, ax: Axes, legend_below: float = -0.13, legend_rows: int = 1):
         self.ax = ax
         self.collections = {k: PolyCollection([], facecolors=PALETTES["ps"][k],
                                               edgecolors="black", linewidths=0.4,
@@ -69,7 +69,8 @@ class TiersPlot:
         # the legend under the axis, in one row: the time axis keeps the figure's whole width
         ax.legend(handles=[Patch(facecolor=PALETTES["ps"][k], edgecolor="black", label=v)
                            for k, v in NAMES.items()], loc="upper center",
-                  bbox_to_anchor=(0.5, legend_below), ncol=len(NAMES), fontsize=11,
+                  bbox_to_anchor=(0.5, legend_below), ncol=-(-len(NAMES) // legend_rows),
+                  fontsize=11,
                   frameon=False)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
@@ -128,9 +129,11 @@ def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> list:
         if idx[0] > 0:
             out.append(ax.axhline(idx[0] - 0.5, color="0.35", linewidth=1.0))
         size = max(6.0, min(11.0, len(idx) * row_pt / (0.65 * len(name))))
-        out.append(ax.text(-0.06, (idx[0] + idx[-1]) / 2, name,
-                           transform=ax.get_yaxis_transform(), rotation=90, ha="right",
-                           va="center", fontsize=size, weight="bold"))
+        # a fixed distance in points left of the axis: clear of the row labels at any width
+        out.append(ax.annotate(name, (0, (idx[0] + idx[-1]) / 2),
+                               xycoords=ax.get_yaxis_transform(), xytext=(-40, 0),
+                               textcoords="offset points", rotation=90, ha="right",
+                               va="center", fontsize=size, weight="bold"))
     return out
 
 
