@@ -30,6 +30,7 @@ from .child import Meeting, main
 from .job import Job, make_job
 from .measured import assemble
 from .options import Options
+from .report import unbatch
 
 
 class ProcessFailure(RuntimeError):
@@ -155,8 +156,8 @@ class Launch:
         conn = self.pipes[rank]
         try:
             while conn.poll():
-                kind, payload = conn.recv()
-                self.handle(rank, kind, payload)
+                for kind, payload in unbatch(conn.recv()):
+                    self.handle(rank, kind, payload)
         except (EOFError, OSError):  # the process is gone (what it sent before is kept)
             conn.close()
             del self.pipes[rank]

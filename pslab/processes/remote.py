@@ -27,31 +27,52 @@ from .report import Report
 
 class RemoteServer:
     """pull and push over the wire. A push is answered with the next weights (protocol.py), so
-    `pull` only asks explicitly for the very first fetch."""
+    `pull` only asks explicitly for the very first fetch. Sends and receives are posted at once
+    for every shard (isend / irecv) and waited for only when the weights are needed: the shards
+    work on one worker's messages in parallel, and each answer finds its receive posted."""
 
     def __init__(self, job: Job, layout):
-        self.buffers = [message(layout.keys(s)) for s in range(job.num_shards)]
-        self.asked = [False] * job.num_shards  # an answer is on its way for this shard
+        shards = range(job.num_shards)
+        self.outbox = [message(layout.keys(s)) for s in shards]
+        self.inbox = [message(layout.keys(s)) for s in shards]
+        self.sending: list = [None] * job.num_shards  # the isend of each shard's last message
+        self.answer: list = [None] * job.num_shards  # the irecv of each shard's next answer
         self.fetched = [0] * job.num_shards  # version of the keys last pulled
         self.step, self.last = 0, False
 
     def pull(self, shard: int) -> tuple[int, torch.Tensor]:
-        buf = self.buffers[shard]
-        if not self.asked[shard]:
-            dist.send(pack(buf, PULL, self.step, 0), dst=shard)
-        dist.recv(buf, src=shard)
-        self.asked[shard] = False
-        self.fetched[shard] = header(buf).version
-        return self.fetched[shard], payload(buf)
+        if self.answer[shard] is None:  # the first fetch: ask
+            self.post(shard, pack(self.outbox[shard], PULL, self.step, 0), answer=True)
+        self.settle(shard)
+        self.answer[shard].wait()
+        self.answer[shard] = None
+        self.fetched[shard] = header(self.inbox[shard]).version
+        return self.fetched[shard], payload(self.inbox[shard])
 
     def push(self, shard: int, grad: torch.Tensor) -> bool:
         """Send the gradient slice; False: whether it completed an update is the shard's to
         say (it reports every update it applies)."""
         kind = LAST if self.last else PUSH
-        dist.send(pack(self.buffers[shard], kind, self.step, self.fetched[shard], grad.cpu()),
-                  dst=shard)
-        self.asked[shard] = not self.last
+        self.post(shard, pack(self.outbox[shard], kind, self.step, self.fetched[shard],
+                              grad.cpu()), answer=not self.last)
         return False
+
+    def post(self, shard: int, outgoing: torch.Tensor, answer: bool) -> None:
+        self.settle(shard)  # the outbox is about to be reused
+        self.sending[shard] = dist.isend(outgoing, dst=shard)
+        if answer:
+            self.answer[shard] = dist.irecv(self.inbox[shard], src=shard)
+
+    def settle(self, shard: int) -> None:
+        """Wait for the shard's last send, once (a gloo Work waited twice never returns)."""
+        if self.sending[shard] is not None:
+            self.sending[shard].wait()
+            self.sending[shard] = None
+
+    def close(self) -> None:
+        """Wait until the last pushes are out (the process may end then)."""
+        for shard in range(len(self.sending)):
+            self.settle(shard)
 
 
 class WorkerProcess:
@@ -92,6 +113,7 @@ class WorkerProcess:
             server.last = step == job.steps - 1
             for s in range(job.num_shards):
                 worker.push(server, s)
+        server.close()
 
 
 def fault(job: Job, w: int, step: int) -> None:

@@ -98,9 +98,10 @@ class Shard:
         with self.state:
             if policy.waits_for_update and step < self.server.versions[self.index]:
                 self.pushed[w] = step + 1
-                self.report("spans", [Span(w, self.index, "push", a, b, step, note="dropped")])
+                dropped = Span(w, self.index, "push", a, b, step, note="dropped")
+                self.report.hold("spans", [dropped])
                 return None
-        self.report("spans", [Span(w, self.index, "push", a, b, step)])
+        self.report.hold("spans", [Span(w, self.index, "push", a, b, step)])
         with self.state:
             if order is not None:  # sync: add the round's gradients as the simulation does
                 self.wait(lambda: order[step][self.turn[step]] == w)
@@ -108,7 +109,7 @@ class Shard:
             lag = self.server.versions[self.index] - version
             if self.job.staleness_lr and lag > 1:  # lr / staleness (Zhang et al. 2016)
                 grad = grad / lag
-            self.report("push", dict(worker=w, step=step, staleness=lag, time=b))
+            self.report.hold("push", dict(worker=w, step=step, staleness=lag, time=b))
             self.round_stale = max(self.round_stale, lag)
             self.received += 1
             seq = self.received
@@ -119,7 +120,7 @@ class Shard:
             self.state.notify_all()
         if applied:  # the update's time on the shard, then the waiting workers may go on
             u0, u1 = self.hold_link(self.job.update[self.index])
-            self.report("spans", [Span(None, self.index, "update", u0, u1, step)])
+            self.report.hold("spans", [Span(None, self.index, "update", u0, u1, step)])
             # numpy, not a tensor: torch pickles a tensor for a pipe as shared memory fetched
             # from the sender later, which fails once a finished shard has exited
             self.report("update", dict(shard=self.index, version=new_version, start=u0, time=u1,
@@ -149,7 +150,7 @@ class Shard:
         with self.state:
             version, keys = self.server.pull(self.index)
         dist.send(pack(buf, REPLY, step, version, keys), dst=rank)  # returns once received
-        self.report("spans", [Span(w, self.index, "fetch", a, self.now(), step)])
+        self.report.hold("spans", [Span(w, self.index, "fetch", a, self.now(), step)])
 
     # --- helpers -------------------------------------------------------------------------
     def hold_link(self, virtual_seconds: float) -> tuple[float, float]:
