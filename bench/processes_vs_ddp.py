@@ -97,12 +97,16 @@ def main() -> None:
         startups.append(startup)
         theirs.append(ddp_step(args.steps))
     a, b = statistics.median(ours), statistics.median(theirs)
+    ratios = sorted(x / y for x, y in zip(ours, theirs))  # paired: run one after the other
     print(f"start-up of 2 shards + 3 workers (warm forkserver): median "
           f"{statistics.median(startups):.3f} s (min {min(startups):.3f}, max {max(startups):.3f})")
-    print(f"sync step, pslab processes (2 shards + 3 workers): {a * 1e3:.3f} ms")
-    print(f"sync step, torch DDP gloo all-reduce (3 workers):  {b * 1e3:.3f} ms")
-    print(f"ratio pslab / DDP: {a / b:.2f}x (goal <= 1.5x; {os.cpu_count()} cores, "
-          f"{args.steps} steps, median of {args.repeat} runs)")
+    print(f"sync step, pslab processes (2 shards + 3 workers): {a * 1e3:.3f} ms "
+          f"(runs: {', '.join(f'{x * 1e3:.2f}' for x in ours)})")
+    print(f"sync step, torch DDP gloo all-reduce (3 workers):  {b * 1e3:.3f} ms "
+          f"(runs: {', '.join(f'{y * 1e3:.2f}' for y in theirs)})")
+    print(f"ratio pslab / DDP: {statistics.median(ratios):.2f}x median of {args.repeat} paired "
+          f"runs (each: {', '.join(f'{r:.2f}' for r in ratios)}); goal <= 1.5x; "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, {args.steps} steps")
 
 
 if __name__ == "__main__":
