@@ -23,13 +23,16 @@ import html
 import math
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 import ipywidgets as W
 
 from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_per_s, preset,
-                       single_thread, summary)
-from .run import Run, train
+                       single_thread, summary)  # noqa: F401 - single_thread: public here too
+from .progress import Progress, sweep, table, widget_bundle  # noqa: F401 - public here too
+from .run import Run
+
+_widget_bundle = widget_bundle  # its old name here (pslab.nas.live imports it)
 
 __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "PRESETS"]
 
@@ -285,7 +288,7 @@ class Dashboard:
 
     # ---- display ----------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = _widget_bundle(self.widget, include, exclude)
+        bundle = widget_bundle(self.widget, include, exclude)
         # Deterministic text (nbval compares it) and a static picture for readers without a
         # kernel (GitHub, an untrusted notebook): the widget view is preferred where it works.
         bundle["text/plain"] = f"pslab dashboard ({self.preset}): {describe(self.view.run)}"
@@ -294,14 +297,6 @@ class Dashboard:
 
     def __repr__(self) -> str:
         return f"Dashboard({self.preset!r}, {self.settings.code()})"
-
-
-def _widget_bundle(widget: Any, include: Any, exclude: Any) -> dict[str, Any]:
-    """The widget's own MIME bundle as a plain dict (ipywidgets may return (data, metadata))."""
-    bundle = widget._repr_mimebundle_(include=include, exclude=exclude)
-    if isinstance(bundle, tuple):
-        bundle = bundle[0]
-    return dict(bundle or {})
 
 
 def describe(run: Run | None) -> str:
@@ -346,63 +341,3 @@ def setup() -> None:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
         set_matplotlib_formats("png", metadata={"Software": None})
-
-
-class Progress:
-    """A progress bar for long work in a notebook: an ipywidgets bar and a label.
-
-    Its text (what nbval compares) is fixed when it is shown, so outputs stay deterministic;
-    outside a notebook it shows nothing.
-    """
-
-    def __init__(self, total: int, description: str = ""):
-        self.total, self.done = total, 0
-        self.bar = W.IntProgress(value=0, min=0, max=max(total, 1), description=description)
-        self.label = W.Label(f"0/{total}")
-        self.widget = W.HBox([self.bar, self.label])
-        self.widget.add_class("pslab-progress")
-        self.description = description
-
-    def step(self, text: str = "") -> None:
-        self.done += 1
-        self.bar.value = self.done
-        self.label.value = f"{self.done}/{self.total} {text}".rstrip()
-        if self.done >= self.total:
-            self.bar.bar_style = "success"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = _widget_bundle(self.widget, include, exclude)
-        bundle["text/plain"] = f"{self.description or 'progress'}: {self.total} runs"
-        return bundle
-
-
-def sweep(values: Iterable[Any], make: Callable[[Any], dict[str, Any]],
-          description: str = "runs", show: bool = True) -> list[Run]:
-    """Train one run per value, with a progress bar: `make(value)` gives `train`'s kwargs.
-
-        runs = pw.sweep(range(1, 9), lambda n: dict(workers=n, steps=20), "workers")
-    """
-    values = list(values)
-    bar = Progress(len(values), description)
-    if show:
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-            if get_ipython() is not None:
-                display(bar)
-        except ImportError:  # pragma: no cover
-            pass
-    runs = []
-    with single_thread():
-        for v in values:
-            runs.append(train(**make(v)))
-            bar.step(f"{description}={v}")
-    return runs
-
-
-def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    """A plain-text table (fixed widths), for printing run numbers that compare exactly."""
-    cells = [[str(h) for h in header]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])

@@ -1,0 +1,84 @@
+"""Progress in a notebook: a bar for a sweep of runs, and a plain table of their numbers.
+
+    runs = sweep(range(1, 9), lambda n: dict(workers=n, steps=20), "workers")
+    print(table([(r.workers, r.makespan) for r in runs], ["workers", "makespan"]))
+
+The bar's text (what nbval compares) is fixed when it is shown, so outputs stay deterministic.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import ipywidgets as W
+
+from .run import Run, single_thread, train
+
+__all__ = ["Progress", "sweep", "table", "widget_bundle"]
+
+
+def widget_bundle(widget: Any, include: Any, exclude: Any) -> dict[str, Any]:
+    """The widget's own MIME bundle as a plain dict (ipywidgets may return (data, metadata))."""
+    bundle = widget._repr_mimebundle_(include=include, exclude=exclude)
+    if isinstance(bundle, tuple):
+        bundle = bundle[0]
+    return dict(bundle or {})
+
+
+class Progress:
+    """A progress bar for long work in a notebook: an ipywidgets bar and a label.
+
+    Its text (what nbval compares) is fixed when it is shown, so outputs stay deterministic;
+    outside a notebook it shows nothing.
+    """
+
+    def __init__(self, total: int, description: str = ""):
+        self.total, self.done = total, 0
+        self.bar = W.IntProgress(value=0, min=0, max=max(total, 1), description=description)
+        self.label = W.Label(f"0/{total}")
+        self.widget = W.HBox([self.bar, self.label])
+        self.widget.add_class("pslab-progress")
+        self.description = description
+
+    def step(self, text: str = "") -> None:
+        self.done += 1
+        self.bar.value = self.done
+        self.label.value = f"{self.done}/{self.total} {text}".rstrip()
+        if self.done >= self.total:
+            self.bar.bar_style = "success"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = widget_bundle(self.widget, include, exclude)
+        bundle["text/plain"] = f"{self.description or 'progress'}: {self.total} runs"
+        return bundle
+
+
+def sweep(values: Iterable[Any], make: Callable[[Any], dict[str, Any]],
+          description: str = "runs", show: bool = True) -> list[Run]:
+    """Train one run per value, with a progress bar: `make(value)` gives `train`'s kwargs.
+
+        runs = pw.sweep(range(1, 9), lambda n: dict(workers=n, steps=20), "workers")
+    """
+    values = list(values)
+    bar = Progress(len(values), description)
+    if show:
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+            if get_ipython() is not None:
+                display(bar)
+        except ImportError:  # pragma: no cover
+            pass
+    runs = []
+    with single_thread():
+        for v in values:
+            runs.append(train(**make(v)))
+            bar.step(f"{description}={v}")
+    return runs
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    """A plain-text table (fixed widths), for printing run numbers that compare exactly."""
+    cells = [[str(h) for h in header]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
