@@ -17,7 +17,7 @@ import torch
 
 from ..data import Digits
 from ..model import evaluate, init_params
-from ..run import BYTES_PER_VALUE, Run
+from ..run import BYTES_PER_VALUE, Run, single_thread
 from ..simulation import Record
 from ..timeline import Span, gaps
 from .job import Job
@@ -25,6 +25,12 @@ from .job import Job
 
 def assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complete: bool,
              extra: dict[str, Any], pushes: list[dict[str, Any]] = ()) -> Run:
+    with single_thread():  # as the simulation scores: same numbers, and 10x faster here
+        return _assemble(job, spans, updates, complete, extra, pushes)
+
+
+def _assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complete: bool,
+              extra: dict[str, Any], pushes) -> Run:
     layout = job.layout()
     timeline = sorted(spans + idle_spans(spans, job.workers), key=lambda s: (s.start, s.end))
     start = layout.split(layout.flatten(init_params(64, job.hidden, 10, job.seed))) \
