@@ -91,8 +91,9 @@ class Launch:
             from tqdm.auto import tqdm
 
             policy, w = job.policy, job.workers
-            total = job.steps * (1 if policy.aggregate(w) == w else w) * job.num_shards
-            self.bar = tqdm(total=total, desc=f"{policy.name} on processes", unit="update")
+            total = job.steps if policy.waits_for_update else job.steps * w // policy.aggregate(w)
+            self.bar = tqdm(total=total - job.start_step if policy.waits_for_update else total,
+                            desc=f"{policy.name} on processes", unit="update")
 
     def run(self) -> Run:
         store, started = None, time.perf_counter()
@@ -171,7 +172,7 @@ class Launch:
             self.updates.append(payload)
             if self.job.checkpoint is not None:
                 self.keep_round(payload)
-            if self.bar is not None:
+            if self.bar is not None and payload["shard"] == 0:  # shard 0's updates count
                 self.bar.update(1)
         elif kind == "ready":
             self.ready[rank] = payload
