@@ -83,6 +83,7 @@ class Launch:
         self.errors: dict[int, str] = {}
         self.done: set[int] = set()
         self.reaped: set[int] = set()  # processes whose exit was looked at
+        self.startup_s: float | None = None  # from the launch until every process had joined
         self.failures: list[str] = []  # workers lost in a mode that goes on without them
         self.procs: list[mp.Process] = []
         self.pipes: dict[int, Any] = {}
@@ -143,15 +144,21 @@ class Launch:
                 if ready in sentinels:
                     self.exited(sentinels[ready])
                 else:
-                    self.read(next(r for r, c in self.pipes.items() if c is ready))
+                    self.read_from(ready)
                 heard = time.perf_counter()
-            if len(self.ready) == self.job.world and "startup_s" not in self.__dict__:
+            if len(self.ready) == self.job.world and self.startup_s is None:
                 self.startup_s = time.perf_counter() - started
             if all(r in self.done for r in shards):  # the server is finished: so is the run
                 self.stragglers(time.perf_counter() + 1.0)
             if time.perf_counter() - heard > patience:
                 raise ProcessFailure(f"no process reported anything for {patience:g} s "
                                      f"(timeout={timeout:g}): stopped the run")
+
+    def read_from(self, conn: Any) -> None:
+        """Read the pipe `conn`, unless its process's exit has already read and closed it."""
+        rank = next((r for r, c in self.pipes.items() if c is conn), None)
+        if rank is not None:
+            self.read(rank)
 
     def read(self, rank: int) -> None:
         conn = self.pipes[rank]
@@ -251,7 +258,7 @@ class Launch:
         end = time.perf_counter() + seconds
         while self.pipes and time.perf_counter() < end:
             for ready in wait(list(self.pipes.values()), timeout=end - time.perf_counter()):
-                self.read(next(r for r, c in self.pipes.items() if c is ready))
+                self.read_from(ready)
 
     def stragglers(self, deadline: float) -> None:
         """After the server is done, a worker still running is hung: give it a moment, then
@@ -281,6 +288,6 @@ class Launch:
         for rank in list(self.pipes):
             self.read(rank)
         extra = dict(pids=[p.pid for p in self.procs], failures=list(self.failures),
-                     startup_s=getattr(self, "startup_s", None))
+                     startup_s=self.startup_s)
         return assemble(self.job, self.spans, self.updates, complete and not self.failures,
                         extra, self.pushes)
