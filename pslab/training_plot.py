@@ -27,14 +27,14 @@ X_AXES = {"time": "virtual time (s)", "update": "server updates", "step": "step"
 
 
 def _minor_label(ax: Axes, v: float) -> str:
-    """A log axis's minor tick label: '2', '3', '5' (x 10^k; every one on a range narrower
-    than 4x) while the axis spans less than 20x, where few or no major (power of ten) ticks
-    are in view; else none."""
+    """A log axis's minor tick label (x 10^k): every one on a range narrower than 4x, 2, 3, 5
+    up to 20x, 2 and 5 up to 200x (where one or no power of ten is in view); else none."""
     low, high = ax.get_ylim()
-    if not (0 < low < high) or high / low > 20 or v <= 0:
+    if not (0 < low < high) or high / low > 200 or v <= 0:
         return ""
     mantissa = round(float(v / 10 ** np.floor(np.log10(v))), 6)
-    shown = LOG_SUBS if high / low < 4 else (2, 3, 5)  # a narrow range: label them all
+    ratio = high / low  # the narrower the range, the more of its minor ticks are labelled
+    shown = LOG_SUBS if ratio < 4 else (2, 3, 5) if ratio < 20 else (2, 5)
     return f"{v:g}" if mantissa in shown else ""
 
 
