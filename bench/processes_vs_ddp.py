@@ -84,6 +84,29 @@ def pslab_step(steps: int) -> tuple[float, float]:
     return statistics.median(gaps), run.config["startup_s"]
 
 
+def rows(quick: bool) -> list[dict]:
+    """Section 5 of `python -m bench`: a sync step on processes vs DDP, and the start-up."""
+    steps, repeat = (60, 3) if quick else (200, 5)
+    pslab.train("sync", steps=1, backend="processes")  # start the forkserver once, untimed
+    ours, startups, theirs = [], [], []
+    for _ in range(repeat):
+        step, startup = pslab_step(steps)
+        ours.append(step)
+        startups.append(startup)
+        theirs.append(ddp_step(steps))
+    ratio = statistics.median(ours) / statistics.median(theirs)
+
+    def stats(xs: list[float]) -> dict:
+        return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": len(xs)}
+
+    return [{"section": "processes", "name": "sync step, pslab 2 shards + 3 workers",
+             **stats(ours)},
+            {"section": "processes", "name": "sync step, torch DDP gloo (3 workers)",
+             **stats(theirs), "ratio": ratio, "goal": "pslab/DDP <= 1.5", "met": ratio <= 1.5},
+            {"section": "processes", "name": "start-up, 2 shards + 3 workers (warm)",
+             **stats(startups), "goal": "well under 1 s", "met": statistics.median(startups) < 1}]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
