@@ -16,16 +16,20 @@ def integer(name: str, value: Any, low: int = 1, high: int | None = None) -> int
     return int(value)
 
 
-def number(name: str, value: Any, *, positive: bool = False, allow_inf: bool = False) -> float:
-    """A real number, >= 0 (or > 0 with positive=True), finite unless allow_inf."""
+def number(name: str, value: Any, *, positive: bool = False, allow_inf: bool = False,
+           low: float | None = None, high: float | None = None) -> float:
+    """A real number, >= 0 (or > 0 with positive=True), finite unless allow_inf, and within
+    [low, high] when they are given (bounds that keep the timing model's sums finite)."""
     ok = isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(value)
     if ok:
         value = float(value)
-        ok = (value > 0 if positive else value >= 0) and (allow_inf or math.isfinite(value))
+        ok = ((value > 0 if positive else value >= 0) and (allow_inf or math.isfinite(value))
+              and (low is None or value >= low) and (high is None or value <= high))
     if not ok:
-        sign = "> 0" if positive else ">= 0"
+        sign = f">= {low:g}" if low is not None else "> 0" if positive else ">= 0"
         kind = "a number" if allow_inf else "a finite number"
-        raise ValueError(f"{name} must be {kind} {sign} (got {value!r})")
+        most = "" if high is None else f" and <= {high:g}"
+        raise ValueError(f"{name} must be {kind} {sign}{most} (got {value!r})")
     return value
 
 

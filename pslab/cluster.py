@@ -19,6 +19,10 @@ import numpy as np
 from .checks import number
 
 _JITTER = 3  # random stream id for compute jitter
+# Bounds that keep every time of the model finite (a run sums up to ~10^8 of them):
+LONGEST = 1e9  # seconds (30 years) for one minibatch, transfer or update
+MAX_JITTER = 5.0  # exp(5·z): one sigma is already a 150x spread
+SLOWEST_LINK = 1e-6  # bytes per second
 
 
 class Cluster:
@@ -44,13 +48,13 @@ class Cluster:
                  jitter: float = 0.0, durations: Sequence[Sequence[float]] | None = None,
                  latency: float = 0.02, bandwidth: float = 1e5, update_time: float = 0.2,
                  model_bytes: float | None = None, colocated: bool = False):
-        self.compute_time = number("compute_time", compute_time, positive=True)
+        self.compute_time = number("compute_time", compute_time, positive=True, high=LONGEST)
         self.speeds = None if speeds is None else _speeds(speeds)
-        self.jitter = number("jitter", jitter)
+        self.jitter = number("jitter", jitter, high=MAX_JITTER)
         self.durations = None if durations is None else _table(durations)
-        self.latency = number("latency", latency)
-        self.bandwidth = number("bandwidth", bandwidth, positive=True, allow_inf=True)
-        self.update_time = number("update_time", update_time)
+        self.latency = number("latency", latency, high=LONGEST)
+        self.bandwidth = number("bandwidth", bandwidth, allow_inf=True, low=SLOWEST_LINK)
+        self.update_time = number("update_time", update_time, high=LONGEST)
         self.model_bytes = None if model_bytes is None else number("model_bytes", model_bytes,
                                                                    positive=True)
         if not isinstance(colocated, bool):
@@ -118,8 +122,8 @@ def _speeds(values: Sequence[float]) -> np.ndarray:
     except (TypeError, ValueError):
         arr = None
     if arr is None or arr.ndim != 1 or len(arr) == 0 or not np.all(np.isfinite(arr)) \
-            or not np.all(arr > 0):
-        raise ValueError(f"speeds must be a list of finite numbers > 0, one per worker "
+            or not np.all(arr >= 1e-6):
+        raise ValueError(f"speeds must be a list of finite numbers >= 1e-06, one per worker "
                          f"(got {values!r})")
     return arr
 
@@ -132,6 +136,7 @@ def _table(values: Sequence[Sequence[float]]) -> np.ndarray:
     if arr is None or arr.ndim != 2 or arr.size == 0:
         raise ValueError("durations must be a table (list of rows), one row per worker and one "
                          f"column per minibatch (got {values!r})")
-    if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
-        raise ValueError(f"durations must all be finite numbers > 0 (got {values!r})")
+    if not np.all(np.isfinite(arr)) or not np.all(arr > 0) or not np.all(arr <= LONGEST):
+        raise ValueError(f"durations must all be finite numbers > 0 and <= {LONGEST:g} "
+                         f"(got {values!r})")
     return arr

@@ -124,3 +124,19 @@ def test_plots_and_export_say_what_a_run_is():
 def test_replay_names_its_own_parameter():
     with pytest.raises(ValueError, match="sync_time"):
         pslab.replay.figure001(sync_time=-1)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(jitter=1000), "jitter"), (dict(compute_time=1e300), "compute_time"),
+    (dict(latency=1e20), "latency"), (dict(update_time=float("inf")), "update_time"),
+    (dict(bandwidth=1e-310), "bandwidth"), (dict(bandwidth=0), "bandwidth"),
+    (dict(speeds=[1, 1e-300]), "speeds"), (dict(durations=[[1.0, 1e300]]), "durations")])
+def test_cluster_refuses_what_makes_the_timing_model_non_finite(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        pslab.Cluster(**kwargs)
+
+
+def test_the_largest_allowed_cluster_still_gives_finite_numbers():
+    run = pslab.train(workers=3, steps=5, numerics=False, cluster=pslab.Cluster(
+        jitter=5, compute_time=1e9, latency=1e9, update_time=1e9, bandwidth=1e-6))
+    assert math.isfinite(run.makespan) and math.isfinite(run.idle_fraction)
