@@ -119,31 +119,39 @@ def test_progress_bar_counts_updates(capsys):
     assert "10/10" in capsys.readouterr().err and run.complete
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_ctrl_c_right_after_an_update_leaves_a_consistent_run(monkeypatch, mode):
+MODES = {"sync": "sync", "async": "async", "SSP(1)": pslab.SSP(1), "Backup(1)": pslab.Backup(1),
+         "SoftSync(2)": pslab.SoftSync(2)}
+
+
+@pytest.mark.parametrize("name", MODES)
+@pytest.mark.parametrize("n", [1, 2, 5, 9])
+def test_ctrl_c_right_after_an_update_leaves_a_consistent_run(monkeypatch, name, n):
     """The worst moment for Ctrl-C: the server has just changed the weights and the update is
-    not yet in the timeline or the history. The run stops between events, so all three agree."""
+    not yet in the timeline or the history. The run stops between events, so all three agree:
+    as many updates in the timeline as in the history, and the weights are those the history
+    scored last (their training loss is its last loss)."""
     import os
     import signal
 
+    from pslab.data import Digits
+    from pslab.model import evaluate
     from pslab.server import ParameterServer
 
     real = ParameterServer.push
 
     def push_then_ctrl_c(self, shard, grad):
         applied = real(self, shard, grad)
-        if applied and shard == 0 and self.versions[0] == 4:
+        if applied and shard == 0 and self.versions[0] == n:
             os.kill(os.getpid(), signal.SIGINT)
         return applied
 
     monkeypatch.setattr(ParameterServer, "push", push_then_ctrl_c)
-    kw = dict(mode=mode, workers=3, steps=10, seed=2, cluster=pslab.Cluster.free())
+    kw = dict(mode=MODES[name], workers=4, steps=10, seed=2, batch=16, lr=0.2,
+              cluster=pslab.Cluster(jitter=0.3))
     with pytest.warns(UserWarning, match="interrupted"):
         run = pslab.train(**kw)
-    assert not run.complete and run.updates == 4
-    assert sum(s.kind == "update" and s.shard == 0 for s in run.timeline) == 4
-    monkeypatch.undo()
-    if mode == "sync":  # the weights are those of exactly 4 updates
-        four = pslab.train(**{**kw, "steps": 4})
-        assert all(torch.equal(run.weights[n], four.weights[n]) for n in four.weights)
+    assert not run.complete and run.updates == n
+    assert sum(s.kind == "update" and s.shard == 0 for s in run.timeline) == n
+    data = Digits.load(2)
+    assert evaluate(run.weights, data.x_train, data.y_train)[0] == run.history[-1].loss
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler put back
