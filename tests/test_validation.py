@@ -140,3 +140,17 @@ def test_the_largest_allowed_cluster_still_gives_finite_numbers():
     run = pslab.train(workers=3, steps=5, numerics=False, cluster=pslab.Cluster(
         jitter=5, compute_time=1e9, latency=1e9, update_time=1e9, bandwidth=1e-6))
     assert math.isfinite(run.makespan) and math.isfinite(run.idle_fraction)
+
+
+def test_refusing_bad_arguments_loads_no_data():
+    """The size of the digits is known without loading them, and it is right."""
+    import sys
+
+    from pslab import data
+
+    assert data.DIGITS_ROWS == len(data._digits()[1])
+    code = ("import sys, pslab\ntry:\n    pslab.train(steps=0)\nexcept ValueError:\n    pass\n"
+            "print('sklearn' in sys.modules)")
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr
