@@ -58,6 +58,9 @@ def sweep(values: Iterable[Any], make: Callable[[Any], dict[str, Any]],
 
         runs = pw.sweep(range(1, 9), lambda n: dict(workers=n, steps=20), "workers")
     """
+    if not callable(make):
+        raise ValueError(f"make must be a function from a value to train's keyword arguments, "
+                         f"e.g. lambda n: dict(workers=n) (got {make!r})")
     values = list(values)
     bar = Progress(len(values), description)
     if show:

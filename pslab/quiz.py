@@ -36,7 +36,9 @@ _hidden: bool | None = None  # None: follow the environment variable
 def hide_answers(hidden: bool = True) -> None:
     """Hide (or, with False, show) the correct answers in this kernel, whatever the env says."""
     global _hidden
-    _hidden = bool(hidden)
+    if not isinstance(hidden, bool):  # 'no' is truthy: it would hide the answers
+        raise ValueError(f"hidden must be True or False (got {hidden!r})")
+    _hidden = hidden
 
 
 def show_answers() -> None:
@@ -369,6 +371,9 @@ def question(key: str) -> Question:
 
 def questions(prefix: str = "") -> list[Question]:
     """All questions whose key starts with `prefix` ("000", "001", "002", "start")."""
+    if not isinstance(prefix, str):
+        raise ValueError(f"prefix must be a string such as '000', '001', '002' or 'start' "
+                         f"(got {prefix!r})")
     return [question(k) for k in QUESTIONS if k.startswith(prefix)]
 
 

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 
+from .checks import run_labels
 from .palette import KINDS, LABELS, PALETTES
 from .run import Run, as_runs
 
@@ -251,6 +252,7 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette:
     """
     as_runs(run_a, "run_a", many=False)
     as_runs(run_b, "run_b", many=False)
+    labels = run_labels(labels, 2)
     rows = max(_row_count(r, palette, column) for r in (run_a, run_b))
     if figsize is None:
         figsize = (10, 0.5 * rows * 2 + 2.2) if stacked else (12, 0.4 * rows + 2.0)

@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, PercentFormatter
 
+from .checks import run_labels
 from .run import Run, as_runs
 
 # One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.
@@ -154,6 +155,9 @@ def plot_training(runs: Run | Sequence[Run], ax: Axes | None = None,
                   labels: Sequence[str] | None = None, x: str = "time") -> Figure:
     """Loss and test accuracy of one or more runs against virtual time (or x="update"/"step");
     returns the figure (its `pslab_plots` holds the TrainingPlot)."""
+    given = run_labels(labels, len(as_runs(runs, "runs")))
+    labels = None if labels is None else given
+    check_ax(ax)
     acc_ax = None
     if ax is None:
         ax, acc_ax = Figure(figsize=(10, 3.8), layout="constrained").subplots(1, 2)
@@ -166,9 +170,16 @@ def plot_training(runs: Run | Sequence[Run], ax: Axes | None = None,
 def plot_staleness(run: Run, ax: Axes | None = None) -> Figure:
     """Histogram of how many versions behind each update's gradient was; returns the figure."""
     as_runs(run, many=False)
+    check_ax(ax)
     if ax is None:
         ax = Figure(figsize=(5, 3.2), layout="constrained").add_subplot()
     plot = StalenessPlot(ax)
     plot.update(run)
     ax.figure.pslab_plots = [plot]
     return ax.figure
+
+
+def check_ax(ax: object) -> None:
+    """A drawing entry draws into a matplotlib Axes it is given, or into a new figure."""
+    if ax is not None and not isinstance(ax, Axes):
+        raise ValueError(f"ax must be a matplotlib Axes or None (got {type(ax).__name__})")

@@ -30,6 +30,7 @@ import ipywidgets as W
 from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_per_s, preset,
                        single_thread, summary)  # noqa: F401 - single_thread: public here too
 from .progress import Progress, sweep, table, widget_bundle  # noqa: F401 - public here too
+from .checks import number
 from .run import Run
 
 _widget_bundle = widget_bundle  # its old name here (pslab.nas.live imports it)
@@ -108,6 +109,8 @@ class Dashboard:
 
     def __init__(self, preset_name: str = "default", *, settle_delay: float | None = 0.25,
                  **overrides: Any):
+        if settle_delay is not None:
+            number("settle_delay (seconds)", settle_delay)
         start = preset(preset_name, **overrides)
         self.preset = preset_name
         self._fixed = start  # the fields no control changes
@@ -186,9 +189,13 @@ class Dashboard:
         if unknown:
             raise ValueError(f"no control named {', '.join(sorted(unknown))}; "
                              f"the controls are {', '.join(self.controls)}")
+        new = self.settings.changed(**values)  # the rule a dashboard is built by
         with self._hold():
             for name, value in values.items():
-                self.controls[name].value = value
+                control = self.controls[name]
+                if isinstance(control, W.SelectionSlider):  # a value off the grid joins it,
+                    control.options = CONTROLS[name](new).options  # as when built
+                control.value = value
         self._changed(None)
         return self
 

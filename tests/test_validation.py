@@ -154,3 +154,36 @@ def test_refusing_bad_arguments_loads_no_data():
     import subprocess
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def _bad(fn, name):
+    with pytest.raises(ValueError, match=name) as err:
+        fn()
+    assert "must" in str(err.value)
+
+
+def test_drawing_and_quiz_entries_name_the_parameter():
+    run = pslab.train(steps=2, numerics=False)
+    _bad(lambda: pslab.compare(run, run, labels=("one",)), "labels")
+    _bad(lambda: pslab.plot_training([run, run], labels=["a"]), "labels")
+    _bad(lambda: pslab.plot_staleness(run, ax="x"), "ax")
+    _bad(lambda: pslab.quiz.questions(5), "prefix")
+    _bad(lambda: pslab.quiz.hide_answers("no"), "hidden")
+    _bad(lambda: pslab.widgets.sweep([1], make=5), "make")
+    # None means "no labels" everywhere, and matching lengths are drawn in full
+    assert len(pslab.compare(run, run, labels=None).pslab_plots) == 2
+    fig = pslab.plot_training([run, run], labels=["a", "b"])
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b"]
+
+
+def test_a_dashboard_is_set_by_the_rule_it_is_built_by():
+    from pslab.widgets import Dashboard
+
+    dash = Dashboard(settle_delay=None)
+    _bad(lambda: dash.set(workers=100), "workers")  # was clamped to 16 without a word
+    _bad(lambda: dash.set(mode="bsp"), "mode")
+    _bad(lambda: Dashboard(settle_delay="x"), "settle_delay")
+    assert dash.settings.workers != 100
+    dash.set(lr=0.3)  # off the slider's grid, accepted as when building with lr=0.3
+    assert dash.settings.lr == 0.3 == Dashboard(lr=0.3, settle_delay=None).settings.lr
+    assert dash.run.config["lr"] == 0.3
