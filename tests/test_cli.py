@@ -1,5 +1,6 @@
 """`python -m pslab`: its help names every subcommand, and the demo's words agree with its
 own numbers."""
+import pytest
 import subprocess
 import sys
 
@@ -29,3 +30,16 @@ def test_demo_summary_is_true_of_its_runs(capsys):
     assert f"{faster} reaches 80% first" in words
     assert ("async still finishes later" in words) == (asyn.makespan > sync.makespan)
     assert "more updates per second" not in printed or rate > 1
+
+
+@pytest.mark.parametrize("out, words", [("/etc/hostname", "a file is there, not a folder"),
+                                        ("/proc/no/such", "cannot make the folder")])
+def test_figures_out_that_cannot_be_written_is_a_usage_error(out, words):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pslab", "figures", "--out", out],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"error: --out {out}: {words}" in done.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,116 @@
+"""The command line's work: `figures` (every replayed seed figure as PNG, SVG and TikZ) and
+`demo` (a short sync-vs-async run, summarised in the terminal). `python -m pslab` parses its
+arguments first and imports this module (torch, matplotlib) only for a valid command.
+
+Headless (matplotlib's Agg, no display) and deterministic: fixed figure sizes, a fixed SVG hash
+salt and no dates in the metadata, so regenerated files only change when the figures do.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")  # before anything imports pyplot: no display needed
+
+from matplotlib.figure import Figure  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from . import replay  # noqa: E402
+from .cluster import Cluster  # noqa: E402
+from .export import tikz  # noqa: E402
+from .plot import compare, plot_dataflow  # noqa: E402
+from .run import Run, train  # noqa: E402
+
+FIGURE000_LABELS = ("(a) synchronous update", "(b) asynchronous update")
+FIGURE001_LABELS = ("(a) update every step", "(b) accumulate two steps, then update")
+
+
+def _figure000() -> tuple[Figure, str]:
+    sync, asyn = replay.figure000()
+    return (compare(sync, asyn, FIGURE000_LABELS, stacked=True),
+            tikz([sync, asyn], labels=FIGURE000_LABELS))
+
+
+def _figure001() -> tuple[Figure, str]:
+    every, accumulated = replay.figure001()
+    return (compare(every, accumulated, FIGURE001_LABELS, palette="accumulation"),
+            tikz([every, accumulated], labels=FIGURE001_LABELS, palette="accumulation"))
+
+
+def _figure002() -> tuple[Figure, str]:
+    run = replay.figure002()
+    return plot_dataflow(run), tikz(run, labels=["figure 002 run"])
+
+
+def _figure003() -> tuple[Figure, str]:
+    from .nas import plot_figure
+
+    result = replay.figure003()
+    return plot_figure(result), tikz(result)
+
+
+JOBS: dict[str, Callable[[], tuple[Figure, str]]] = {
+    "figure000": _figure000, "figure001": _figure001, "figure002": _figure002,
+    "figure003": _figure003}
+
+
+def save(fig: Figure, path: Path) -> None:
+    """PNG or SVG by suffix, byte-stable across runs (no dates, fixed SVG ids)."""
+    with matplotlib.rc_context({"svg.hashsalt": "pslab"}):
+        meta = {"Date": None} if path.suffix == ".svg" else {"Software": None}
+        fig.savefig(path, dpi=150, metadata=meta)
+
+
+def figures(out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in tqdm(JOBS, desc="replaying figures", unit="figure"):
+        fig, tex = JOBS[name]()
+        for suffix in (".svg", ".png"):  # SVG on the first draw: its clip ids depend on layout
+            save(fig, out / f"{name}{suffix}")
+            written.append(out / f"{name}{suffix}")
+        (out / f"{name}.tex").write_text(tex, encoding="utf-8")
+        written.append(out / f"{name}.tex")
+    return written
+
+
+def time_to(run: Run, accuracy: float) -> float:
+    """Virtual seconds until the test accuracy first reaches `accuracy` (inf: never)."""
+    return next((r.time for r in run.history if r.accuracy >= accuracy), float("inf"))
+
+
+def demo(workers: int = 4, steps: int = 30, target: float = 0.8) -> tuple[Run, Run]:
+    """Sync vs async on the same cluster with one straggler: the trade of figure 000."""
+    cluster = Cluster(speeds=[0.5] + [1.0] * (workers - 1), jitter=0.1)
+    runs = tuple(train(mode=m, workers=workers, steps=steps, cluster=cluster, seed=0)
+                 for m in ("sync", "async"))
+    print(f"{workers} workers (G1 at half speed), {steps} steps each, same seed and data:")
+    print(f"{'mode':>6} {'makespan':>9} {'idle':>6} {'updates':>8} {'updates/s':>9} "
+          f"{'max stale':>9} {'test acc':>9} {f'to {target:.0%}':>8}")
+    for r in runs:
+        print(f"{r.mode:>6} {r.makespan:8.1f}s {r.idle_fraction:6.1%} {r.updates:8d} "
+              f"{r.updates / r.makespan:9.2f} {max(r.staleness, default=0):9d} "
+              f"{r.final_accuracy:9.1%} {time_to(r, target):7.1f}s")
+    print(verdict(*runs, target))
+    return runs
+
+
+def verdict(sync: Run, asyn: Run, target: float) -> str:
+    """What the two rows above say, in words: true of these runs whichever way they went."""
+    rate = (asyn.updates / asyn.makespan) / (sync.updates / sync.makespan)
+    lines = [f"async never waits at a barrier: {rate:.1f}x the updates per second, each on "
+             f"weights up to {max(asyn.staleness, default=0)} versions old."]
+    first, second = (asyn, sync) if time_to(asyn, target) < time_to(sync, target) else (sync,
+                                                                                          asyn)
+    if time_to(first, target) < float("inf"):
+        lines.append(f"{first.mode} reaches {target:.0%} first ({time_to(first, target):.1f} s "
+                     f"against {time_to(second, target):.1f} s) and ends at "
+                     f"{first.final_accuracy:.1%} against {second.final_accuracy:.1%}.")
+    if asyn.makespan > sync.makespan:
+        lines.append(f"async still finishes later ({asyn.makespan:.1f} s against "
+                     f"{sync.makespan:.1f} s): its {asyn.updates} pushes queue at the server's "
+                     f"shards, one update at a time, where sync sends {sync.updates} averaged ones.")
+    return "\n".join(lines)
