@@ -157,8 +157,12 @@ class Dashboard:
                               W.HBox([boxed["training"], boxed["staleness"]], layout=wrap),
                               self.code], layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
-        self.latencies_ms: list[float] = []  # fast path (clock only) per change
         self.settle_ms: list[float] = []  # slow path (arithmetic + loss plot) per settle
+        self._start()
+
+    def _start(self) -> None:
+        """Listen to the controls and draw the first picture (the NAS dashboard does too)."""
+        self.latencies_ms: list[float] = []  # fast path (clock only) per change
         self.errors: list[str] = []
         self._handle: asyncio.TimerHandle | None = None
         self._holding = False
@@ -166,7 +170,7 @@ class Dashboard:
             c.observe(self._changed, names="value")
         self._refresh()
         self.settle()
-        Dashboard.latest = self
+        Dashboard.latest = self  # what the notebook tests read the latencies from
 
     # ---- state ---------------------------------------------------------------------------
     @property
@@ -189,12 +193,17 @@ class Dashboard:
         if unknown:
             raise ValueError(f"no control named {', '.join(sorted(unknown))}; "
                              f"the controls are {', '.join(self.controls)}")
-        new = self.settings.changed(**values)  # the rule a dashboard is built by
+        settings = self.settings
+        if isinstance(settings, Settings):
+            new = settings.changed(**values)  # the rule a dashboard is built by
+        else:  # another dashboard (NAS): its controls' own ranges
+            for name, value in values.items():
+                within(name, self.controls[name], value)
         with self._hold():
             for name, value in values.items():
                 control = self.controls[name]
-                if isinstance(control, W.SelectionSlider):  # a value off the grid joins it,
-                    control.options = CONTROLS[name](new).options  # as when built
+                if isinstance(control, W.SelectionSlider) and isinstance(settings, Settings):
+                    control.options = CONTROLS[name](new).options  # off the grid joins it
                 control.value = value
         self._changed(None)
         return self
@@ -348,3 +357,17 @@ def setup() -> None:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
         set_matplotlib_formats("png", metadata={"Software": None})
+
+
+def within(name: str, control: W.ValueWidget, value: Any) -> None:
+    """Refuse a value the control cannot show (a slider would clamp it without a word)."""
+    if isinstance(control, (W.IntSlider, W.FloatSlider)):
+        kind = int if isinstance(control, W.IntSlider) else (int, float)
+        ok = isinstance(value, kind) and not isinstance(value, bool) and \
+            control.min <= value <= control.max
+        allowed = f"a number from {control.min} to {control.max}"
+    else:
+        options = [o[1] if isinstance(o, tuple) else o for o in getattr(control, "options", ())]
+        ok, allowed = value in options, f"one of {', '.join(map(repr, options))}"
+    if not ok:
+        raise ValueError(f"{name} must be {allowed} (got {value!r})")

@@ -107,3 +107,14 @@ def test_dashboard_timeline_follows_the_sliders_and_settles():
     assert "pslab-workers" in dash.controls["controllers"]._dom_classes
     with pytest.raises(ValueError, match="no control"):
         dash.set(workers=3)
+
+
+def test_nas_dashboard_refuses_what_its_sliders_cannot_show():
+    from pslab.nas.live import Dashboard
+
+    dash = Dashboard(settle_delay=None)
+    with pytest.raises(ValueError, match="servers must be a number from"):
+        dash.set(servers=1000)  # a slider would clamp it without a word
+    with pytest.raises(ValueError, match="mode must be one of"):
+        dash.set(mode="bsp")
+    assert dash.controls["servers"].value != 1000

@@ -11,7 +11,6 @@ from it. Without a running event loop (tests, scripts) that happens at once.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import html
 from typing import Any
@@ -124,15 +123,7 @@ class Dashboard(widgets.Dashboard):
         self.tiers = TiersPlot(self.canvas.ax, legend_below=-0.11, legend_rows=2)
         self.result: Search | None = None
         self.baseline: Search | None = None
-        self.latencies_ms: list[float] = []
-        self.errors: list[str] = []
-        self._handle: asyncio.TimerHandle | None = None
-        self._holding = False
-        for c in self.controls.values():
-            c.observe(self._changed, names="value")
-        self._refresh()
-        self.settle()
-        widgets.Dashboard.latest = self  # what the notebook tests read the latencies from
+        self._start()
 
     @property
     def settings(self) -> dict[str, Any]:
