@@ -133,6 +133,7 @@ class TimelinePlot:
         if [t.get_text() for t in self.ax.get_yticklabels()] != self.rows:  # ticks cost ~1 ms
             self.ax.set_yticks(range(len(self.rows)), self.rows)  # size: the axes' tick_params
         self.end_line.set_xdata([run.makespan, run.makespan])
+        self.ax.set_xlabel(time_axis(run))
         self.title.set_text(title_text(run, self.label, self.column))
         self._write(list(zip(start, end, (y0 + y1) / 2, kinds)), right)
 
@@ -269,3 +270,10 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette:
                ncol=len(legend_handles(palette)), fontsize=10, frameon=False)
     fig.pslab_plots = plots
     return fig
+
+
+def time_axis(run: Run) -> str:
+    """What the time axis measures: the virtual clock, or real seconds on processes."""
+    if run.config.get("backend") == "processes":
+        return "measured time (s, real processes)"
+    return "virtual time (s)"

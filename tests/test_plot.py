@@ -1,4 +1,5 @@
 """Plots read back: the blocks drawn are the run's spans, in their colours, with its numbers."""
+import dataclasses
 import re
 from collections import Counter
 
@@ -218,3 +219,10 @@ def test_short_fetch_and_push_are_drawn_at_least_min_px_wide():
     assert sorted(b[0] for b in fetch) == sorted(s.start for s in spans)  # starts kept
     same_boxes(plot.bars("compute"), expected_boxes(run, "compute"))  # minibatches exact
     assert plot.collections["fetch"].get_zorder() > plot.collections["compute"].get_zorder()
+
+
+def test_time_axis_says_whether_the_clock_was_virtual_or_measured():
+    run = pslab.train(steps=3, numerics=False)
+    assert pslab.plot_timeline(run).axes[0].get_xlabel() == "virtual time (s)"
+    measured = dataclasses.replace(run, config={**run.config, "backend": "processes"})
+    assert "measured" in pslab.plot_timeline(measured).axes[0].get_xlabel()
