@@ -11,7 +11,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .cluster import Cluster
+from .layers import install as _old_names
+
+_old_names()  # pslab.widgets, pslab.timeline_plot, ... still import (now in drawing/, notebook/)
+
+from .cluster import Cluster  # noqa: E402
 from .modes import SSP, Async, Backup, Policy, SoftSync, Sync
 from .run import Run, train
 from .server import ParameterServer
@@ -22,14 +26,16 @@ from .worker import Worker
 _LAZY = {
     # submodules
     "classic": ".classic",  # the papers' numbers re-derived (notebook 05)
-    "plot": ".plot", "quiz": ".quiz", "replay": ".replay", "widgets": ".widgets", "nas": ".nas",
+    "plot": ".drawing.plot", "quiz": ".notebook.quiz", "replay": ".replay",
+    "widgets": ".notebook.widgets", "nas": ".nas",
     # name -> the module that defines it
-    "tikz": ".export", "Dashboard": ".widgets", "dashboard": ".widgets",
-    "StalenessPlot": ".plot", "TimelinePlot": ".plot", "TrainingPlot": ".plot",
-    "compare": ".plot", "plot_dataflow": ".plot", "plot_staleness": ".plot",
-    "plot_timeline": ".plot", "plot_training": ".plot",
+    "tikz": ".drawing.export", "Dashboard": ".notebook.widgets", "dashboard": ".notebook.widgets",
+    "StalenessPlot": ".drawing.plot", "TimelinePlot": ".drawing.plot",
+    "TrainingPlot": ".drawing.plot",
+    "compare": ".drawing.plot", "plot_dataflow": ".drawing.plot", "plot_staleness": ".drawing.plot",
+    "plot_timeline": ".drawing.plot", "plot_training": ".drawing.plot",
     # real processes, Chrome traces, checkpoints
-    "processes": ".processes", "trace": ".trace", "chrome_trace": ".trace",
+    "processes": ".processes", "trace": ".drawing.trace", "chrome_trace": ".drawing.trace",
     "Checkpoint": ".checkpoint", "resume": ".checkpoint",
 }
 
@@ -39,7 +45,7 @@ def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'pslab' has no attribute {name!r}")
     module = importlib.import_module(_LAZY[name], __name__)
-    value = module if name == _LAZY[name][1:] else getattr(module, name)
+    value = module if name == _LAZY[name].rsplit(".", 1)[1] else getattr(module, name)
     globals()[name] = value
     return value
 

@@ -20,8 +20,8 @@ from tqdm import tqdm  # noqa: E402
 
 from . import replay  # noqa: E402
 from .cluster import Cluster  # noqa: E402
-from .export import tikz  # noqa: E402
-from .plot import compare, plot_dataflow  # noqa: E402
+from .drawing.export import tikz  # noqa: E402
+from .drawing.plot import compare, plot_dataflow  # noqa: E402
 from .run import Run, train  # noqa: E402
 
 FIGURE000_LABELS = ("(a) synchronous update", "(b) asynchronous update")

@@ -115,7 +115,7 @@ class Run:
 
     def to_chrome_trace(self, path: str | Path) -> Path:
         """Write the timeline as a Chrome trace (Perfetto, chrome://tracing); see trace.py."""
-        from .trace import to_chrome_trace
+        from .drawing.trace import to_chrome_trace
 
         return to_chrome_trace(self, path)
 

@@ -54,7 +54,7 @@ def backup_timeline(b: int = 0, n: int = 4, steps: int = 8) -> Figure:
 
 def lr_rule(rule: str = "fixed lr", lr: float = 0.5, workers: int = 8) -> Figure:
     """Async with a fixed lr or lr/τ (staleness_lr): the loss, and whether it diverged."""
-    from ..training_plot import plot_training
+    from ..drawing.training_plot import plot_training
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the title says it instead
@@ -68,7 +68,7 @@ def lr_rule(rule: str = "fixed lr", lr: float = 0.5, workers: int = 8) -> Figure
 
 
 def _timeline(run: Run, title: str) -> Figure:
-    from ..timeline_plot import plot_timeline
+    from ..drawing.timeline_plot import plot_timeline
 
     fig = mark_notes(plot_timeline(run, legend=False), run)
     fig.axes[0].set_title(title, fontsize=10)

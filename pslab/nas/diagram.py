@@ -15,8 +15,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
-from ..dataflow_plot import _arrow, fmt_bytes
-from ..palette import ROLES
+from ..drawing.dataflow_plot import _arrow, fmt_bytes
+from ..drawing.palette import ROLES
 from .search import Search
 
 FONT = 11  # box text; readable from the back row at the figure's 12 inches

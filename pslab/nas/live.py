@@ -21,8 +21,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .. import widgets
-from ..livefigure import LiveFigure, png_bytes
-from ..widgets import _widget_bundle
+from ..notebook.livefigure import LiveFigure, png_bytes
+from ..notebook.widgets import _widget_bundle
 from .random_search import random_search
 from .search import Search, search
 from .tiers_plot import TiersPlot, server_busy

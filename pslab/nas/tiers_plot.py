@@ -14,7 +14,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..palette import PALETTES
+from ..drawing.palette import PALETTES
 from .search import Search
 
 NAMES = {"fetch": "Θ pull", "push": "gradient push", "update": "update of Θ",

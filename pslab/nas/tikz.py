@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..export import _esc, _num, _ticks
-from ..tex import style_preamble
+from ..drawing.export import _esc, _num, _ticks
+from ..drawing.tex import style_preamble
 from .search import Search
 from .tiers_plot import NAMES, blocks, rows
 

@@ -14,7 +14,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import PercentFormatter
 
 from .palette import PALETTES
-from .run import Run
+from ..run import Run
 from .timeline_plot import worker_label
 
 PARTS = (("compute", ("compute",)), ("transfer", ("fetch", "push")), ("idle", ("idle",)))

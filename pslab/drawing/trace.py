@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .timeline import Span
+from ..timeline import Span
 
 WORKERS, SHARDS, LINKS = 1, 2, 3  # pids: one process row per kind of track
 US = 1e6  # microseconds per second
@@ -24,7 +24,7 @@ US = 1e6  # microseconds per second
 
 def chrome_trace(run) -> dict[str, Any]:
     """The trace as a dict (what `to_chrome_trace` writes)."""
-    from .run import as_runs
+    from ..run import as_runs
 
     run = as_runs(run, many=False)[0]
     events: list[dict[str, Any]] = []

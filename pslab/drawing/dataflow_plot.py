@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .palette import ROLE_LABELS, ROLES
-from .run import Run, as_runs
+from ..run import Run, as_runs
 
 
 class Flow(NamedTuple):

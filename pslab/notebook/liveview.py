@@ -27,13 +27,13 @@ import numpy as np
 from matplotlib.artist import Artist
 from PIL import Image
 
-from .busy_plot import BusyPlot
+from ..drawing.busy_plot import BusyPlot
 # the settings are re-exported: `from pslab.liveview import PRESETS, Settings, ...` keeps working
 from .dashboard_settings import (MODES, PRESETS, RANGES, SLOWDOWN, Settings,  # noqa: F401
                                  bytes_per_s, describe_change, preset, value_text)
 from .livefigure import LiveFigure, nice_ceiling
-from .plot import StalenessPlot, TimelinePlot, TrainingPlot, legend_handles
-from .run import Run, single_thread, train
+from ..drawing.plot import StalenessPlot, TimelinePlot, TrainingPlot, legend_handles
+from ..run import Run, single_thread, train
 
 TIMELINE_SIZE = (8.0, 4.0)  # inches: 16 workers + 4 shard rows still have readable labels
 TRAINING_SIZE = (7.0, 3.4)  # loss and accuracy panels, under the timeline

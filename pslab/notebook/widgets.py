@@ -30,8 +30,8 @@ import ipywidgets as W
 from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_per_s, preset,
                        single_thread, summary)  # noqa: F401 - single_thread: public here too
 from .progress import Progress, sweep, table, widget_bundle  # noqa: F401 - public here too
-from .checks import number
-from .run import Run
+from ..checks import number
+from ..run import Run
 
 _widget_bundle = widget_bundle  # its old name here (pslab.nas.live imports it)
 

@@ -10,10 +10,10 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from .checks import number, run_labels
+from ..checks import number, run_labels
 from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
-from .run import Run, as_runs
+from ..run import Run, as_runs
 from .tex import style_preamble
 
 ROW = 0.55  # cm per timeline row
@@ -109,7 +109,7 @@ def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str 
     three-tier timeline (`pslab.nas.tikz.tikz`).
     """
     if type(run).__module__ == "pslab.nas.search":  # figure 003: loaded only when asked for
-        from .nas.tikz import tikz as tiers_tikz
+        from ..nas.tikz import tikz as tiers_tikz
 
         return tiers_tikz(run, path, width=number("width (cm)", width, positive=True))
     if palette not in PALETTES:

@@ -18,8 +18,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, PercentFormatter
 
-from .checks import run_labels
-from .run import Run, as_runs
+from ..checks import run_labels
+from ..run import Run, as_runs
 
 # One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.
 RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")

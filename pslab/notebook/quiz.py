@@ -22,10 +22,10 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from . import replay
+from .. import replay
 from .liveview import single_thread
-from .dataflow_plot import flows
-from .run import train
+from ..drawing.dataflow_plot import flows
+from ..run import train
 
 __all__ = ["Question", "Truth", "question", "questions", "hide_answers", "show_answers",
            "answers_hidden", "QUESTIONS"]
@@ -380,7 +380,7 @@ def questions(prefix: str = "") -> list[Question]:
 
 # ---- notebook 05: the classic results (pslab.classic) ----------------------------------------
 def _classic_delay() -> Truth:
-    from .classic import bounded_delay
+    from ..classic import bounded_delay
 
     r = bounded_delay(converge=())
     wait = r.series["waiting (% of worker time)"]
@@ -391,7 +391,7 @@ def _classic_delay() -> Truth:
 
 
 def _classic_backup() -> Truth:
-    from .classic import backup_workers
+    from ..classic import backup_workers
 
     r = backup_workers(bs=(0, 2))
     t0, t2 = r.series["step time (s)"]
@@ -402,7 +402,7 @@ def _classic_backup() -> Truth:
 
 
 def _classic_ring() -> Truth:
-    from .classic import d2l_transfers
+    from ..classic import d2l_transfers
 
     ms = d2l_transfers().value("ring, 8 GPUs")
     return Truth(round(ms, 1), f"a ring moves 2(N−1)/N = 1.75 times the model per GPU in 14 "

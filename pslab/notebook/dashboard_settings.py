@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .checks import integer, number, one_of
-from .cluster import Cluster
-from .modes import SSP
+from ..checks import integer, number, one_of
+from ..cluster import Cluster
+from ..modes import SSP
 
 MODES = ("sync", "async", "SSP")
 RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 8)}

@@ -17,9 +17,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 
-from .checks import run_labels
+from ..checks import run_labels
 from .palette import KINDS, LABELS, PALETTES
-from .run import Run, as_runs
+from ..run import Run, as_runs
 
 HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: there it is 1.0)
 ZORDER = {"idle": 1, "compute": 2, "fetch": 2.5, "push": 2.5, "update": 3}  # sync column on top;

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import ipywidgets as W
 
-from .run import Run, single_thread, train
+from ..run import Run, single_thread, train
 
 __all__ = ["Progress", "sweep", "table", "widget_bundle"]
 
