@@ -16,6 +16,7 @@ from typing import Sequence
 import torch
 
 Params = dict[str, torch.Tensor]
+BYTES_PER_VALUE = 4  # every key is a float32
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class Layout:
     @property
     def shards(self) -> int:
         return len(self.ranges)
+
+    def shard_bytes(self) -> list[int]:
+        """Bytes of each shard's keys: what one transfer of the shard carries."""
+        return [BYTES_PER_VALUE * (stop - start) for start, stop in self.ranges]
 
     def keys(self, shard: int) -> int:
         start, stop = self.ranges[shard]

@@ -18,7 +18,7 @@ from .checks import integer, number
 from .cluster import Cluster
 from .data import Digits, dataset_size
 from .divergence import divergence, warn_if_diverged
-from .layout import Layout
+from .layout import BYTES_PER_VALUE, Layout  # noqa: F401 - BYTES_PER_VALUE: public here too
 from .limits import check_fits
 from .model import LAYERS, Params, evaluate, init_params, shapes
 from .modes import Policy, policy_for
@@ -29,7 +29,6 @@ from .simulation import Record, Simulation, no_numbers
 from .timeline import Span, covered, total
 from .worker import Worker
 
-BYTES_PER_VALUE = 4  # float32
 
 
 @dataclass
@@ -228,8 +227,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
         from .processes.launcher import launch
 
         return launch(policy, config, options, progress, checkpoint)
-    shard_bytes = cluster.timing_bytes([BYTES_PER_VALUE * layout.keys(s)
-                                        for s in range(layout.shards)])
+    shard_bytes = cluster.timing_bytes(layout.shard_bytes())
     data = Digits.load(seed) if numerics else None
     params = init_params(data.features, hidden, data.classes, seed) if data else None
     server = ParameterServer(params, layout, policy.server_lr(lr, workers),

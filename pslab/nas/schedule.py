@@ -29,7 +29,6 @@ from . import child, reinforce
 from .policies import Policy
 from .space import Arch, Space
 
-BYTES_PER_VALUE = 4  # Θ is float32
 _SAMPLE = 11  # random stream id: the children a replica samples (per replica and round)
 
 
@@ -72,8 +71,8 @@ class Tiers:
         self.draw0 = policy.sampler(theta0, space)  # the initial policy (timing only, random)
         layout = self.layout
         self.resources = [Resource() for _ in range(layout.shards)]
-        self._transfers = [(s, r, cluster.transfer_time(BYTES_PER_VALUE * layout.keys(s)))
-                           for s, r in enumerate(self.resources)]
+        self._transfers = [(s, r, cluster.transfer_time(b))
+                           for s, (r, b) in enumerate(zip(self.resources, layout.shard_bytes()))]
         self._updates = [(s, r, cluster.update_duration(layout.keys(s) / layout.size))
                          for s, r in enumerate(self.resources)]
         # seconds per step of a reference-size child, per child replica and round

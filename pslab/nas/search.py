@@ -82,7 +82,7 @@ class Search:
 
     @property
     def shard_bytes(self) -> list[int]:
-        return [4 * self.layout.keys(s) for s in range(self.servers)]
+        return self.layout.shard_bytes()
 
     @property
     def rewards(self) -> np.ndarray:

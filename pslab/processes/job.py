@@ -14,8 +14,6 @@ from ..cluster import Cluster
 from ..modes import Policy
 from .options import Options
 
-BYTES_PER_VALUE = 4  # float32
-
 
 @dataclass(frozen=True)
 class Job:
@@ -81,7 +79,7 @@ def make_job(policy: Policy, config: dict[str, Any], options: Options) -> Job:
     keys["staleness_lr"] = bool(config.get("staleness_lr", False))
     layout = timing.layout
     total = layout.size
-    shard_bytes = [BYTES_PER_VALUE * layout.keys(s) for s in range(layout.shards)]
+    shard_bytes = layout.shard_bytes()
     order = None
     if policy.waits_for_update and policy.aggregate(keys["workers"]) == keys["workers"]:
         order = [[] for _ in range(keys["steps"])]

@@ -17,7 +17,7 @@ import torch
 
 from ..data import Digits
 from ..model import evaluate, init_params
-from ..run import BYTES_PER_VALUE, Run, single_thread
+from ..run import Run, single_thread
 from ..simulation import Record
 from ..timeline import Span, gaps
 from .job import Job
@@ -49,7 +49,7 @@ def _assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], comple
         final[u["shard"]] = u["keys"]
     makespan = max((s.end for s in timeline), default=0.0)
     groups = [layout.names_in(s) for s in range(layout.shards)]
-    shard_bytes = [BYTES_PER_VALUE * layout.keys(s) for s in range(layout.shards)]
+    shard_bytes = layout.shard_bytes()
     start_loss = evaluate(layout.unflatten(torch.cat(start)), data.x_train, data.y_train)[0]
     return Run({**job.config(), **extra}, timeline, history, layout.unflatten(torch.cat(final)),
                makespan, groups, shard_bytes, complete=complete, layout=layout,
