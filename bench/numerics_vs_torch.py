@@ -32,8 +32,8 @@ def pslab_run() -> pslab.Run:
 
 def _batches(data: Digits) -> list[tuple[torch.Tensor, torch.Tensor]]:
     n = WORKERS * BATCH  # update t reads the t-th global batch, as pslab's data stream does
-    return [(data.x_train[torch.from_numpy(data.rows(t * n, n))],
-             data.y_train[torch.from_numpy(data.rows(t * n, n))]) for t in range(STEPS)]
+    rows = [torch.from_numpy(data.rows(t * n, n)) for t in range(STEPS)]
+    return [(data.x_train[idx], data.y_train[idx]) for idx in rows]
 
 
 def plain_loop() -> dict[str, torch.Tensor]:
