@@ -3,27 +3,27 @@
     run = pslab.train(mode="sync", workers=3, steps=50, cluster=pslab.Cluster())
     run.timeline, run.history, run.weights, run.makespan
 
-The core (train, the server, workers, clock) loads at once; plots, widgets and the replays load
-on first use, so a script that only trains never pays for matplotlib or ipywidgets.
+Every name loads on first use (PEP 562): `import pslab` alone imports no torch, numpy or
+matplotlib, so `python -m pslab` refuses a mistyped command at once, and a script that only
+trains never pays for matplotlib or ipywidgets.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from types import ModuleType
 from typing import Any
 
 from .layers import install as _old_names
 
 _old_names()  # pslab.widgets, pslab.timeline_plot, ... still import (now in drawing/, notebook/)
 
-from .cluster import Cluster  # noqa: E402
-from .modes import SSP, Async, Backup, Policy, SoftSync, Sync
-from .run import Run, train
-from .server import ParameterServer
-from .simulation import Record
-from .timeline import KINDS, Span
-from .worker import Worker
-
 _LAZY = {
+    # the core: lazy too, so `import pslab` (and `python -m pslab` refusing a typo) loads no torch
+    "Cluster": ".cluster", "SSP": ".modes", "Async": ".modes", "Backup": ".modes",
+    "Policy": ".modes", "SoftSync": ".modes", "Sync": ".modes", "Run": ".run", "train": ".run",
+    "ParameterServer": ".server", "Record": ".simulation", "KINDS": ".timeline",
+    "Span": ".timeline", "Worker": ".worker",
     # submodules
     "classic": ".classic",  # the papers' numbers re-derived (notebook 05)
     "plot": ".drawing.plot", "quiz": ".notebook.quiz", "replay": ".replay",
@@ -41,13 +41,20 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    """Load a plotting or widget name the first time it is asked for (PEP 562)."""
+    """Load a name the first time it is asked for (PEP 562)."""
     if name not in _LAZY:
-        raise AttributeError(f"module 'pslab' has no attribute {name!r}")
+        return _submodule(name)
     module = importlib.import_module(_LAZY[name], __name__)
     value = module if name == _LAZY[name].rsplit(".", 1)[1] else getattr(module, name)
     globals()[name] = value
     return value
+
+
+def _submodule(name: str) -> ModuleType:
+    """`pslab.run`, `pslab.data`, ...: a module the eager imports used to load as a side effect."""
+    if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module 'pslab' has no attribute {name!r}")
+    return importlib.import_module(f".{name}", __name__)
 
 
 def __dir__() -> list[str]:
