@@ -65,6 +65,9 @@ class Digits:
     def rows(self, start: int, count: int) -> np.ndarray:
         """Indices of stream rows [start, start + count); the stream reshuffles every epoch."""
         n = len(self.y_train)
+        epoch, offset = divmod(start, n)
+        if offset + count <= n:  # within one epoch, as most minibatches are: a slice
+            return self._epoch(epoch)[offset:offset + count].copy()
         pos = np.arange(start, start + count)
         epochs, offsets = np.divmod(pos, n)
         out = np.empty(count, dtype=np.int64)

@@ -20,7 +20,7 @@ from .data import Digits, dataset_size
 from .divergence import divergence, warn_if_diverged
 from .layout import BYTES_PER_VALUE, Layout  # noqa: F401 - BYTES_PER_VALUE: public here too
 from .limits import check_fits
-from .model import LAYERS, Params, evaluate, init_params, shapes
+from .model import LAYERS, Params, init_params, score, shapes
 from .modes import Policy, policy_for
 from .processes.options import check_options
 from .checkpoint import Checkpoint
@@ -271,9 +271,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
 
 def _score(server: ParameterServer, data: Digits) -> tuple[float, float]:
     """(training loss, test accuracy) of the server's weights now."""
-    weights = server.layout.unflatten(server.flat())
-    loss, _ = evaluate(weights, data.x_train, data.y_train)
-    return loss, evaluate(weights, data.x_test, data.y_test)[1]
+    return score(server.layout.unflatten(server.flat()), data)
 
 
 MAX_SHARDS = 256

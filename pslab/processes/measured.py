@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..data import Digits
-from ..model import evaluate, init_params
+from ..model import evaluate, init_params, score
 from ..run import Run, single_thread
 from ..simulation import Record
 from ..timeline import Span, gaps
@@ -39,9 +39,7 @@ def _assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], comple
     updates = [dict(u, keys=torch.from_numpy(u["keys"])) for u in updates]
     history = []
     for r in records(updates, start):
-        weights = layout.unflatten(torch.cat(r["held"]))
-        loss, _ = evaluate(weights, data.x_train, data.y_train)
-        accuracy = evaluate(weights, data.x_test, data.y_test)[1]
+        loss, accuracy = score(layout.unflatten(torch.cat(r["held"])), data)
         history.append(Record(r["time"], loss, accuracy, r["staleness"],
                               job.start_step + len(history) + 1, r["worker"], r["step"]))
     final = list(start)
