@@ -36,7 +36,20 @@ def machine() -> dict[str, Any]:
     except (OSError, StopIteration):
         pass
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "torch": torch.__version__, "platform": platform.platform()}
+            "torch": torch.__version__, "platform": platform.platform(),
+            "python_loop_1e7_s": python_speed()}
+
+
+def python_speed() -> float:
+    """Seconds for a bare 10^7-step Python loop (best of 3): the yardstick for the absolute
+    times, since the clock's speed is Python's speed and machines differ by 2-3x in it."""
+    best = float("inf")
+    for _ in range(3):
+        t0, x = time.perf_counter(), 0
+        for i in range(10**7):
+            x += i
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def run_section(name: str, quick: bool) -> list[dict[str, Any]]:
@@ -79,9 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"... {name}", file=sys.stderr, flush=True)
         rows += run_section(name, args.quick)
     print_table(rows)
+    about = machine()
+    print(f"machine: {about['cpu']}, {about['cores']} cores, Python {about['python']}, torch "
+          f"{about['torch']}; a bare 10^7-step Python loop takes {about['python_loop_1e7_s']:.2f} s")
     out = args.out or RESULTS / time.strftime("bench-%Y%m%d-%H%M%S.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine(), "quick": args.quick, "rows": rows},
+    out.write_text(json.dumps({"machine": about, "quick": args.quick, "rows": rows},
                               indent=1, default=str))
     print(f"written: {out}")
     return 0

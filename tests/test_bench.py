@@ -21,10 +21,36 @@ def test_simpy_model_would_notice_another_schedule():
     assert makespan != pytest.approx(run.makespan, rel=1e-9)
 
 
-@pytest.mark.parametrize("loop", ["plain_loop", "same_arithmetic"])
+@pytest.mark.parametrize("loop", ["plain_loop", "plain_with_evaluations", "same_arithmetic"])
 def test_plain_torch_loops_end_with_pslabs_weights(loop):
     ours = numerics_vs_torch.pslab_run().weights
     theirs = getattr(numerics_vs_torch, loop)()
     for name, w in ours.items():
         torch.testing.assert_close(theirs[name], w, rtol=1e-4, atol=1e-5)
     assert not torch.equal(ours["W_h"], numerics_vs_torch.init_params(64, 32, 10, 0)["W_h"])
+
+
+def test_the_no_evaluation_row_is_the_same_run_without_its_numbers():
+    bare = numerics_vs_torch.pslab_without_evaluations()
+    ours = numerics_vs_torch.pslab_run()
+    for name, w in ours.weights.items():
+        assert torch.equal(bare.weights[name], w)  # the evaluation never feeds the arithmetic
+    assert {r.loss for r in bare.history} == {0.0} and ours.history[-1].loss > 0
+
+
+def test_python_m_bench_prints_and_writes_every_ratio(tmp_path, capsys):
+    """The entry point itself, in its quick mode on one section, so it cannot rot."""
+    import json
+
+    from bench.__main__ import main
+
+    out = tmp_path / "bench.json"
+    assert main(["--quick", "--only", "numerics", "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    rows = written["rows"]
+    assert [r["section"] for r in rows] == ["numerics vs torch"] * 5
+    assert all(r["min"] <= r["median"] <= r["max"] for r in rows)
+    assert all(r["ratio"] > 0 for r in rows[1:])  # every comparison carries its ratio
+    assert written["machine"]["python_loop_1e7_s"] > 0 and written["machine"]["torch"]
+    printed = capsys.readouterr().out
+    assert "pslab/plain <= 1.3" in printed and f"{rows[1]['ratio']:.2f}x" in printed
