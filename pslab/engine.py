@@ -6,11 +6,11 @@ scheduled, so a run is the same every time.
 """
 from __future__ import annotations
 
-import heapq
 import math
 import signal
 import threading
 from contextlib import contextmanager
+from heapq import heappop, heappush
 from typing import Any, Callable, Iterator
 
 
@@ -26,7 +26,8 @@ class Clock:
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
         """Call fn(*args) at virtual time `time` (never earlier than now)."""
-        heapq.heappush(self._heap, (time if time > self.now else self.now, self._seq, fn, args))
+        now = self.now
+        heappush(self._heap, (time if time > now else now, self._seq, fn, args))
         self._seq += 1
 
     def run(self) -> float:
@@ -34,7 +35,7 @@ class Clock:
         heap = self._heap
         try:
             while heap:
-                self.now, _, fn, args = heapq.heappop(heap)
+                self.now, _, fn, args = heappop(heap)
                 fn(*args)
         except Stopped as stop:
             self.now = stop.now
@@ -50,7 +51,7 @@ class Clock:
         """
         if not self._stop_asked:  # a second stop event would tie with the first in the heap
             self._stop_asked = True
-            heapq.heappush(self._heap, (-math.inf, -1, _stop, (self.now,)))
+            heappush(self._heap, (-math.inf, -1, _stop, (self.now,)))
 
 
 class Stopped(Exception):

@@ -18,7 +18,7 @@ from .cluster import Cluster
 from .engine import Clock, Resource, stop_on_interrupt
 from .modes import Policy
 from .server import ParameterServer
-from .timeline import Span, gaps
+from .timeline import Span
 from .worker import Worker
 
 
@@ -61,8 +61,9 @@ class Simulation:
         self.timeline: list[Span] = []
         self.history: list[Record] = []
         self.push_staleness: list[int] = []  # of every push the server used, in arrival order
-        self.pushed = [0] * len(workers)  # pushes completed, per worker (for SSP)
-        self._slowest = 0  # min(self.pushed), kept up to date in O(1) with a histogram
+        self._numerics = server.params is not None  # False: timing only, no keys to move
+        self._fetched = [server.versions[:] for _ in workers]  # per worker: versions it computes on
+        self._slowest = 0  # the fewest pushes any worker has done, kept in O(1) with a histogram
         self._how_many = defaultdict(int, {0: len(workers)})  # pushes done -> workers
         self._waiting: dict[int, list[tuple[int, float]]] = defaultdict(list)
         self._push_done = [0.0] * len(workers)
@@ -72,8 +73,9 @@ class Simulation:
         self.progress = None  # a tqdm bar, ticked once per server update
         self.interrupted = False
         self.started = False
+        self._barrier = policy.waits_for_update  # read once: SSP answers it with a property
         # Only a bounded-staleness policy can hold a worker back before a step.
-        self._gated = not policy.waits_for_update and policy.bound < steps
+        self._gated = not self._barrier and policy.bound < steps
 
     def run(self) -> None:
         if not self.started:  # a simulation resumed from a checkpoint is already under way
@@ -101,52 +103,56 @@ class Simulation:
         if self._gated and not self.policy.may_start(step, self._slowest):
             self._waiting[step].append((rank, self.clock.now))
             return
-        worker, server = self.workers[rank], self.server
         t = self._transfer("fetch", rank, step)
-        fetch = worker.fetch
-        for s in self._shard_ids:  # booked now, so each sees the updates booked before
-            fetch(server, s)
-        row, k = self.durations[rank], self.accumulate
+        server = self.server  # booked now, so each shard's fetch sees the updates booked before
+        self._fetched[rank] = server.versions[:]
+        if self._numerics:  # timing only: the versions are all a fetch brings
+            fetch = self.workers[rank].fetch
+            for s in self._shard_ids:
+                fetch(server, s)
+        row, k, append = self.durations[rank], self.accumulate, self.timeline.append
         for micro in range(k):
             d = row[step * k + micro]
-            self.timeline.append(_new(Span, (rank, None, "compute", t, t + d, step, micro, None)))
+            append(_new(Span, (rank, None, "compute", t, t + d, step, micro, None)))
             t += d
         self.clock.at(t, self.computed, rank, step)
 
     def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
         """Book one transfer per shard, all asked for now; returns when the last one ends.
         Time spent queued behind other jobs on a busy shard becomes idle, noted "queue"."""
-        now, timeline = self.clock.now, self.timeline
-        append = timeline.append
-        end, queued = now, False
-        jobs = self._transfers[rank]
-        for s, shard, cost in jobs:
+        now, append = self.clock.now, self.timeline.append
+        end, booked = now, []
+        for s, shard, cost in self._transfers[rank]:
             a = shard.free_at  # Resource.book, inlined: this loop runs ~10^6 times
             if a < now:
                 a = now
             b = shard.free_at = a + cost
             append(_new(Span, (rank, s, kind, a, b, step, None, note)))
+            booked.append((a, b))
             if b > end:
                 end = b
-            if a > now:
-                queued = True
-        if queued:  # rare on a quiet network: only then look for the gaps between the jobs
-            booked = [(sp.start, sp.end) for sp in timeline[-len(jobs):]]
-            for a, b in gaps(booked, now, end):
-                append(_new(Span, (rank, None, "idle", a, b, step, None, "queue")))
+        if end > now:  # timeline.gaps, inlined (with many workers most transfers queue)
+            t = now
+            for a, b in sorted(booked):
+                if a > t:
+                    append(_new(Span, (rank, None, "idle", t, a, step, None, "queue")))
+                if b > t:
+                    t = b
+            # no gap after the last job: the jobs together reach `end`
         return end
 
     # --- push, and the server's update --------------------------------------------------
     def computed(self, rank: int, step: int) -> None:
-        now, worker = self.clock.now, self.workers[rank]
-        worker.compute(step)
-        barrier = self.policy.waits_for_update
+        clock, worker = self.clock, self.workers[rank]
+        if self._numerics:
+            worker.compute(step)
+        barrier = self._barrier
         if barrier and step < self._closed:  # its round already has its N pushes (backup)
             done = self._transfer("push", rank, step, "dropped")
-            self.clock.at(done, self.start_step, rank, step + 1)  # fetch the new weights, go on
+            clock.at(done, self.start_step, rank, step + 1)  # fetch the new weights, go on
             return
         done = self._transfer("push", rank, step)
-        applied_at, lag = self._push(worker, now, step)
+        applied_at, lag = self._push(worker, clock.now, step)
         self.push_staleness.append(lag)
         if lag > self._stale:
             self._stale = lag
@@ -158,35 +164,41 @@ class Simulation:
             if barrier:
                 self._closed += 1
                 self._record(applied_at, stale, None, step)
-                self.clock.at(applied_at, self.round_applied, step)
+                clock.at(applied_at, self.round_applied, step)
             else:
                 self._record(applied_at, stale, rank, step)
-        if not barrier:
-            self.clock.at(done, self.pushed_one, rank, step)
+        if self._gated:
+            clock.at(done, self.pushed_one, rank, step)
+        elif not barrier:  # nothing to count: go straight on to the next step when it is sent
+            clock.at(done, self.start_step, rank, step + 1)
 
     def _push(self, worker: Worker, now: float, step: int) -> tuple[float | None, int]:
         """Hand every shard its slice; book the updates that completes. Returns when the last
         update ends (None: the server only buffered the push) and the push's staleness."""
-        server, timeline = self.server, self.timeline
-        versions, fetched = server.versions, worker.versions
+        server, append = self.server, self.timeline.append
+        versions, fetched = server.versions, self._fetched[worker.rank]
+        grads = worker.grads  # empty in timing-only runs: push None, as Worker.push would
+        scaled = self.staleness_lr and grads  # lr / staleness, Zhang et al.
         applied_at, stale = None, 0
         for s, shard, cost in self._updates:
             lag = versions[s] - fetched[s]
             if lag > stale:
                 stale = lag
-            if self.staleness_lr and lag > 1 and worker.grads:  # lr / staleness, Zhang et al.
-                applied = server.push(s, worker.grads[s] / lag)
-            else:
-                applied = worker.push(server, s)
-            if applied:
-                u0, u1 = shard.book(now, cost)  # right behind this push
-                timeline.append(_new(Span, (None, s, "update", u0, u1, step, None, None)))
+            grad = grads[s] if grads else None
+            if scaled and lag > 1:
+                grad = grad / lag
+            if server.push(s, grad):
+                u0 = shard.free_at  # Resource.book, inlined: right behind this push
+                if u0 < now:
+                    u0 = now
+                u1 = shard.free_at = u0 + cost
+                append(_new(Span, (None, s, "update", u0, u1, step, None, None)))
                 if applied_at is None or u1 > applied_at:
                     applied_at = u1
         return applied_at, stale
 
     def _record(self, time: float, staleness: int, rank: int | None, step: int) -> None:
-        loss, acc = self.evaluate()
+        loss, acc = NO_NUMBERS if self.evaluate is no_numbers else self.evaluate()
         if self.progress is not None:
             self.progress.update(1)
         self.history.append(
@@ -204,16 +216,15 @@ class Simulation:
             self.start_step(rank, step + 1)
 
     def pushed_one(self, rank: int, step: int) -> None:
-        """Async / SSP: the worker's push is sent; it may go on unless it is too far ahead."""
-        self.pushed[rank] = step + 1
-        if self._gated:
-            counts = self._how_many
-            counts[step] -= 1
-            counts[step + 1] += 1
-            if counts[self._slowest] == 0:
-                while counts[self._slowest] == 0:
-                    self._slowest += 1
-                self._release()
+        """SSP: the worker's push is sent; it may go on unless it is too far ahead. (Ungated
+        policies go straight to start_step: they have nothing to count.)"""
+        counts = self._how_many
+        counts[step] -= 1
+        counts[step + 1] += 1
+        if counts[self._slowest] == 0:
+            while counts[self._slowest] == 0:
+                self._slowest += 1
+            self._release()
         self.start_step(rank, step + 1)
 
     def _release(self) -> None:
@@ -241,5 +252,8 @@ def _routes(transfers: list, cluster: Cluster, rank: int, workers: int) -> list:
             for s, r, cost in transfers]
 
 
+NO_NUMBERS = (math.nan, math.nan)
+
+
 def no_numbers() -> tuple[float, float]:
-    return math.nan, math.nan
+    return NO_NUMBERS
