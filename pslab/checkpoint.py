@@ -17,7 +17,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from .checks import number
+from .checks import flag, number
 
 FORMAT = "pslab-checkpoint-1"
 
@@ -63,6 +63,8 @@ def _save(sim, path: Path, settings: dict[str, Any]) -> None:
 
 def load(path: str | Path) -> dict[str, Any]:
     """The saved checkpoint: its train settings, the simulation, the virtual time it was at."""
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"checkpoint path must be a file name (got {path!r})")
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"checkpoint {path} does not exist")
@@ -76,6 +78,7 @@ def resume(path: str | Path, progress: bool = False):
     """Carry a checkpointed run on to its end; returns the Run (as if never interrupted)."""
     from .run import train
 
+    flag("progress", progress)
     saved = load(path)
     if saved.get("backend") == "processes":
         from .processes.launcher import resume_processes

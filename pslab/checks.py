@@ -33,6 +33,21 @@ def number(name: str, value: Any, *, positive: bool = False, allow_inf: bool = F
     return value
 
 
+def flag(name: str, value: Any, none: bool = False) -> bool | None:
+    """True or False (or None, with none=True): "yes", 1 or 0.5 is a mistake, not a switch."""
+    if not (isinstance(value, bool) or (none and value is None)):
+        raise ValueError(f"{name} must be True{', False or None' if none else ' or False'} "
+                         f"(got {value!r})")
+    return value
+
+
+def text(name: str, value: Any, none: bool = True) -> str | None:
+    """A string (or None): a label that is not one would be drawn as its repr."""
+    if not (isinstance(value, str) or (none and value is None)):
+        raise ValueError(f"{name} must be a string{' or None' if none else ''} (got {value!r})")
+    return value
+
+
 def one_of(name: str, value: Any, allowed: tuple) -> Any:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))} (got {value!r})")

@@ -38,7 +38,7 @@ class Cluster:
         handling one request), so workers that fetch or push at once queue up.
     update_time: seconds for the server to apply one update to the whole model.
     model_bytes: bytes of the whole model for the timing only (default: the digits MLP's own);
-        each shard then carries its share of them (its share of the keys).
+        each shard then carries its share of them (its share of the keys); at most 1e15 (a PB).
     colocated: shard s lives on worker s % workers: that worker's transfers to it are local
         and free (d2l's "aggregate on one GPU" / "split over all GPUs"); default False, the
         server is a separate machine (d2l's "via the CPU").
@@ -56,7 +56,7 @@ class Cluster:
         self.bandwidth = number("bandwidth", bandwidth, allow_inf=True, low=SLOWEST_LINK)
         self.update_time = number("update_time", update_time, high=LONGEST)
         self.model_bytes = None if model_bytes is None else number("model_bytes", model_bytes,
-                                                                   positive=True)
+                                                                   positive=True, high=1e15)
         if not isinstance(colocated, bool):
             raise ValueError(f"colocated must be True or False (got {colocated!r})")
         self.colocated = colocated

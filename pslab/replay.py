@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .checks import number
-from .cluster import Cluster
+from .cluster import LONGEST, Cluster
 from .run import Run, train
 
 if TYPE_CHECKING:  # pslab.nas loads on first use
@@ -42,7 +42,7 @@ def figure001(sync_time: float = 1.0, seed: int = 0) -> tuple[Run, Run]:
     (a single block across all GPUs, as drawn). sync_time=1.0 gives makespans 10.0 and 8.0;
     sync_time=0 gives 8.0 and 7.0 with 5.3 and 1.3 GPU-seconds idle.
     """
-    sync_time = number("sync_time", sync_time)
+    sync_time = number("sync_time", sync_time, high=LONGEST)
     cluster = Cluster(durations=FIGURE001_DURATIONS, latency=0.0, bandwidth=float("inf"),
                       update_time=sync_time)
     kw = dict(mode="sync", workers=4, shards=1, seed=seed, batch=16, cluster=cluster)

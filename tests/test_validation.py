@@ -106,7 +106,7 @@ def test_dashboard_settings_are_checked_against_the_controls_ranges(overrides, n
 def test_dashboard_preset_names_the_presets():
     from pslab.liveview import preset
 
-    with pytest.raises(ValueError, match="preset must be one of 'default', '000'"):
+    with pytest.raises(ValueError, match="preset_name must be one of 'default', '000'"):
         preset("004")
 
 

@@ -12,6 +12,7 @@ import warnings
 from typing import Sequence
 
 from ..allreduce import ring_time
+from ..checks import integer, number
 from ..cluster import Cluster
 from ..modes import SSP, Backup, SoftSync
 from ..run import Run, train
@@ -24,6 +25,21 @@ EQUAL = dict(jitter=0.1)  # near-equal workers on a free network (TensorFlow's d
 STRAGGLERS = dict(jitter=0.6, latency=0.01, bandwidth=1e7, update_time=0.05)  # Chen et al.
 D2L = dict(compute_time=1e-6, latency=0.0, bandwidth=16e9, update_time=0.0, model_bytes=160e6)
 NVLINK = 3 * 18e9  # d2l: 8 V100s, three NVLink rings of 18 GB/s
+
+
+MOST_WORKERS = 1024  # a list of cluster sizes beyond this would only exhaust the machine
+
+
+def counts(name: str, values: object, low: int = 1, high: int | None = MOST_WORKERS,
+           least: int = 1) -> list[int]:
+    """A list of at least `least` integers from low to high, one run each: checked whole before
+    the first run, so a bad last item never throws the earlier runs away."""
+    items = None if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") \
+        else list(values)
+    if items is None or len(items) < least:
+        raise ValueError(f"{name} must be a list of at least {least} integers >= {low} "
+                         f"(got {values!r})")
+    return [integer(f"{name} item", v, low, high) for v in items]
 
 
 def step_time(run: Run) -> float:
@@ -52,6 +68,11 @@ def bounded_delay(taus: Sequence[int] = (0, 1, 2, 4, 8, 16), workers: int = 4, s
     """Li et al., OSDI'14, bounded delay τ (pslab.SSP(τ); τ = 0 is BSP). The waiting comes from
     timing-only runs; the runs for τ in `converge` also train (the arithmetic never changes a
     timeline, so they are the same runs, with a loss)."""
+    taus = counts("taus", taus, low=0, high=None, least=2)
+    converge = counts("converge", converge, low=0, high=None, least=0)  # () times nothing
+    if not set(converge) <= set(taus):
+        raise ValueError(f"converge must be a list of values from taus {taus} (got {converge})")
+    target = number("target", target)
     runs = {t: train(mode=SSP(t), workers=workers, steps=steps, lr=lr, batch=16, shards=4,
                      seed=seed, numerics=t in converge, cluster=Cluster(**BOUNDED_DELAY))
             for t in taus}
@@ -79,6 +100,7 @@ def bounded_delay(taus: Sequence[int] = (0, 1, 2, 4, 8, 16), workers: int = 4, s
 def softsync_staleness(workers: int = 16, ns: Sequence[int] = (1, 2, 4, 8, 16),
                        steps: int = 40) -> Result:
     """Zhang et al. 2016: under n-softsync with λ workers, mean staleness ≈ n."""
+    ns = counts("ns", ns, high=integer("workers", workers, high=MOST_WORKERS))
     runs = {n: train(mode=SoftSync(workers // n), workers=workers, steps=steps, seed=0,
                      numerics=False, cluster=Cluster.free(**EQUAL)) for n in ns}
     stale = [mean(runs[n].push_staleness) for n in ns]
@@ -117,6 +139,7 @@ def staleness_aware_lr(workers: int = 8, lr: float = 0.5, steps: int = 30) -> Re
 def async_staleness(ns: Sequence[int] = (2, 4, 8, 16), steps: int = 40) -> Result:
     """TensorFlow's SyncReplicasOptimizer docstring: with N equal workers, async staleness
     averages N − 1."""
+    ns = counts("ns", ns)
     runs = {n: train(mode="async", workers=n, steps=steps, seed=0, numerics=False,
                      cluster=Cluster.free(**EQUAL)) for n in ns}
     stale = [mean(runs[n].push_staleness) for n in ns]
@@ -130,6 +153,7 @@ def async_staleness(ns: Sequence[int] = (2, 4, 8, 16), steps: int = 40) -> Resul
 
 def backup_workers(n: int = 8, bs: Sequence[int] = (0, 1, 2, 3, 4), steps: int = 40) -> Result:
     """Chen et al. 2016: N of N + b is never slower than N and cuts the step time as b grows."""
+    bs = counts("bs", bs, low=0, high=MOST_WORKERS - integer("n", n, high=MOST_WORKERS))
     runs = {b: train(mode=Backup(b), workers=n + b, steps=steps, seed=0, numerics=False,
                      cluster=Cluster(**STRAGGLERS)) for b in bs}
     times = [step_time(runs[b]) for b in bs]
@@ -174,6 +198,9 @@ def distbelief_scaling(machines: Sequence[int] = (1, 2, 4, 8, 16, 32, 64)) -> Re
 
     The work of one step (a fixed global batch) is split over the machines; every machine
     fetches and pushes the whole model over one server link. Compute per step C, transfer t."""
+    machines = counts("machines", machines, least=2)
+    if 8 not in machines:
+        raise ValueError(f"machines must include 8, the paper's row (got {machines})")
     t, update = 0.01, 0.24  # transfer of the model; the server's update (a fixed cost)
     ratios = {"communication-bound (C = 64 t)": 64, "compute-bound (C = 6400 t)": 6400}
     runs, speedups = {}, {}

@@ -14,6 +14,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .palette import ROLE_LABELS, ROLES
 from ..run import Run, as_runs
+from .training_plot import check_ax
 
 
 class Flow(NamedTuple):
@@ -69,6 +70,7 @@ def _arrow(ax: Axes, a: tuple, b: tuple, colour: str, dashed: bool = False) -> N
 def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     """The data-parallel diagram of figure 002 with every edge labelled from `run`."""
     as_runs(run, many=False)
+    check_ax(ax)
     n = run.workers
     if ax is None:
         ax = Figure(figsize=(10, max(3.6, 1.2 * n + 1.2)), layout="constrained").add_subplot()

@@ -7,16 +7,18 @@ straight into a LaTeX deck. The document compiles on its own: the style is inlin
 from __future__ import annotations
 
 import math
+from os import PathLike
 from pathlib import Path
 from typing import Sequence
 
-from ..checks import number, run_labels
+from ..checks import flag, number, run_labels
 from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
 from ..run import Run, as_runs
 from .tex import style_preamble
 
 ROW = 0.55  # cm per timeline row
+WIDEST = 500.0  # cm: TeX's largest dimension is 575 cm (16383 pt)
 CHAR_CM = 0.13  # width of one \tiny character (generous), to decide which blocks get a label
 _ESC = {c: "\\" + c for c in "&%$#_{}"}
 
@@ -108,18 +110,19 @@ def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str 
     palette/column as in `pslab.plot.TimelinePlot`. A `pslab.nas.Search` (figure 003) gets its
     three-tier timeline (`pslab.nas.tikz.tikz`).
     """
+    width = number("width (cm)", width, positive=True, high=WIDEST)
+    if path is not None and not isinstance(path, (str, PathLike)):
+        raise ValueError(f"path must be a file name (str or Path) or None (got {path!r})")
     if type(run).__module__ == "pslab.nas.search":  # figure 003: loaded only when asked for
         from ..nas.tikz import tikz as tiers_tikz
 
-        return tiers_tikz(run, path, width=number("width (cm)", width, positive=True))
+        return tiers_tikz(run, path, width=width)
     if palette not in PALETTES:
         raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
     runs = as_runs(run)
     labels = run_labels(labels, len(runs))
-    if column is not None and not isinstance(column, bool):
-        raise ValueError(f"column must be True, False or None (got {column!r})")
+    column = flag("column", column, none=True)
     column = palette == "accumulation" if column is None else column
-    width = number("width (cm)", width, positive=True)
     right = max(r.makespan for r in runs) or 1.0
     xs = width / right  # cm per virtual second
     body, y = [], 0.0

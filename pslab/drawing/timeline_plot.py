@@ -17,8 +17,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 
-from ..checks import run_labels
+from ..checks import flag, number, run_labels, text as a_text
 from .palette import KINDS, LABELS, PALETTES
+from .training_plot import check_ax
 from ..run import Run, as_runs
 
 HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: there it is 1.0)
@@ -87,7 +88,8 @@ class TimelinePlot:
                  text: str | None = "auto", label: str | None = None, legend: bool = True):
         if palette not in PALETTES:
             raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
-        self.ax, self.palette, self.label = ax, palette, label
+        column, legend = flag("column", column, none=True), flag("legend", legend)
+        self.ax, self.palette, self.label = ax, palette, a_text("label", label)
         self.column = palette == "accumulation" if column is None else column
         self.height = 1.0 if self.column else HEIGHT  # a sync column then reads as one block
         self.text = ({"ps": "label", "accumulation": "duration"}[palette] if text == "auto"
@@ -233,6 +235,7 @@ def plot_timeline(run: Run, ax: Axes | None = None, palette: str = "ps",
                   legend: bool = True) -> Figure:
     """Draw one run's timeline; returns the figure (its `pslab_plots` holds the TimelinePlot)."""
     as_runs(run, many=False)
+    check_ax(ax)
     if ax is None:
         fig = Figure(figsize=(9, 0.45 * _row_count(run, palette, column) + 1.4),
                      layout="constrained")
@@ -243,7 +246,8 @@ def plot_timeline(run: Run, ax: Axes | None = None, palette: str = "ps",
     return ax.figure
 
 
-def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette: str = "ps",
+def compare(run_a: Run, run_b: Run, labels: Sequence[str] | None = ("a", "b"),
+            palette: str = "ps",
             column: bool | None = None, stacked: bool = False,
             figsize: tuple[float, float] | None = None) -> Figure:
     """Two runs on one time scale: side by side (figure 001) or stacked (figure 000).
@@ -254,6 +258,8 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette:
     as_runs(run_a, "run_a", many=False)
     as_runs(run_b, "run_b", many=False)
     labels = run_labels(labels, 2)
+    stacked = flag("stacked", stacked)
+    figsize = _figsize(figsize)
     rows = max(_row_count(r, palette, column) for r in (run_a, run_b))
     if figsize is None:
         figsize = (10, 0.5 * rows * 2 + 2.2) if stacked else (12, 0.4 * rows + 2.0)
@@ -270,6 +276,15 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] = ("a", "b"), palette:
                ncol=len(legend_handles(palette)), fontsize=10, frameon=False)
     fig.pslab_plots = plots
     return fig
+
+
+def _figsize(value: object) -> tuple[float, float] | None:
+    """(width, height) in inches, as matplotlib takes it, up to a wall's size."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ValueError(f"figsize must be None or (width, height) in inches (got {value!r})")
+    return tuple(number("figsize (inches)", v, positive=True, high=1000) for v in value)
 
 
 def time_axis(run: Run) -> str:

@@ -21,6 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .. import widgets
+from ..checks import integer
 from ..notebook.livefigure import LiveFigure, png_bytes
 from ..notebook.widgets import _widget_bundle
 from .random_search import random_search
@@ -81,15 +82,19 @@ class Dashboard(widgets.Dashboard):
         if unknown:
             raise ValueError(f"no control named {', '.join(sorted(unknown))}; the controls "
                              f"are {', '.join(START)}")
-        values = START | start
-        self.seed, self.settle_delay, self.preset = seed, settle_delay, "003"
+        widgets.check_settle_delay(settle_delay)
+        self.seed = integer("seed", seed, low=0, high=2**64 - 1)
+        self.settle_delay, self.preset = settle_delay, "003"
         self.controls: dict[str, W.ValueWidget] = {
-            n: W.IntSlider(values[n], min=lo, max=hi, description=n)
+            n: W.IntSlider(START[n], min=lo, max=hi, description=n)
             for n, (lo, hi) in RANGES.items()}
         self.controls["lr"] = W.SelectionSlider(options=[(f"{v:g}", v) for v in LRS],
-                                                value=values["lr"], description="lr")
-        self.controls["mode"] = W.Dropdown(options=["async", "sync"], value=values["mode"],
+                                                value=START["lr"], description="lr")
+        self.controls["mode"] = W.Dropdown(options=["async", "sync"], value=START["mode"],
                                            description="mode")
+        for name, value in start.items():  # the rule `set` checks by: no clamp, no TraitError
+            widgets.within(name, self.controls[name], value)
+            self.controls[name].value = value
         for name, c in self.controls.items():
             c.style = {"description_width": "90px"}
             # no fixed pixel widths: the controls wrap and the images shrink to the cell, so

@@ -78,6 +78,6 @@ QUESTIONS: dict[str, Callable[[], Question]] = {
 
 def question(key: str) -> Question:
     """A fresh question by key: "003.updates", "003.best" or "003.shards"."""
-    if key not in QUESTIONS:
-        raise ValueError(f"no question {key!r}; the questions are {', '.join(QUESTIONS)}")
+    if not isinstance(key, str) or key not in QUESTIONS:
+        raise ValueError(f"no question {key!r}: key must be one of {', '.join(QUESTIONS)}")
     return QUESTIONS[key]()

@@ -32,6 +32,10 @@ TIERS = ("servers", "controllers", "children")
 # The default timing: a reference-size child (the core's 64-32-10 MLP) takes 30 ms a step, so
 # 1.5 s for its 50 steps; the network and the updates are the core's defaults.
 DEFAULT_CLUSTER = dict(compute_time=0.03)
+# children trained in one search (K x m x rounds; the paper's scale is 100 x 8 x a few rounds)
+# and minibatch steps per child: beyond these a search would run for days or exhaust memory
+MAX_CHILDREN, MAX_STEPS = 10**6, 10**6
+LARGEST_LR = 1e30  # what float32 weights survive a step of
 
 
 class Found(NamedTuple):
@@ -180,19 +184,24 @@ def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any
         servers=integer("servers", servers, high=keys), controllers=integer("controllers",
                                                                             controllers),
         children=integer("children", children), rounds=integer("rounds", rounds),
-        seed=integer("seed", seed, low=0), lr=number("lr", lr, positive=True),
+        seed=integer("seed", seed, low=0, high=2**64 - 1), lr=number("lr", lr, positive=True),
         mode=one_of("mode", mode, ("async", "sync")), numerics=numerics, space=space,
         cube=cube, decay=number("decay", decay))
     if cfg["decay"] >= 1:
         raise ValueError(f"decay must be a number >= 0 and < 1 (got {decay!r})")
+    trained = cfg["controllers"] * cfg["children"] * cfg["rounds"]
+    if trained > MAX_CHILDREN:
+        raise ValueError(f"controllers x children x rounds must be at most {MAX_CHILDREN:,} "
+                         f"children trained (got {trained:.3g}): make controllers, children "
+                         f"or rounds smaller")
     cluster = Cluster(**DEFAULT_CLUSTER) if cluster is None else cluster
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
     cluster.check(cfg["controllers"] * cfg["children"], cfg["rounds"])  # speeds: per child
     cfg["cluster"] = cluster
-    cfg["budget"] = child.Budget(integer("steps", steps), integer("batch", batch,
-                                                                  high=dataset_size()),
-                                 number("child_lr", child_lr, positive=True))
+    cfg["budget"] = child.Budget(integer("steps", steps, high=MAX_STEPS),
+                                 integer("batch", batch, high=dataset_size()),
+                                 number("child_lr", child_lr, positive=True, high=LARGEST_LR))
     return cfg
 
 

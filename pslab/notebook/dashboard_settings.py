@@ -18,6 +18,7 @@ from ..modes import SSP
 MODES = ("sync", "async", "SSP")
 RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 8)}
 SLOWDOWN = (1.0, 4.0)  # how many times slower G1 may be
+MAX_MINIBATCHES = 10**6
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,8 @@ class Settings:
         for name in ("steps", "batch"):
             integer(name, getattr(self, name))
         integer("seed", self.seed, low=0)
-        if self.minibatches is not None:
-            integer("minibatches", self.minibatches)
+        if self.minibatches is not None:  # a slider move re-simulates: it must stay quick
+            integer("minibatches", self.minibatches, high=MAX_MINIBATCHES)
             if self.minibatches % self.accumulate:
                 raise ValueError(f"accumulate must divide minibatches={self.minibatches} "
                                  f"(one of {', '.join(map(str, self.accumulations()))}; "
@@ -70,6 +71,7 @@ class Settings:
         number("lr", self.lr, positive=True)
         number("bandwidth", self.bandwidth, positive=True, allow_inf=True)
         one_of("palette", self.palette, ("ps", "accumulation"))
+        self.cluster()  # the timing model's own checks (compute_time, jitter, ...), up front
 
     @property
     def run_steps(self) -> int:
@@ -142,8 +144,8 @@ PRESETS: dict[str, Settings] = {
 
 def preset(name: str = "default", **overrides: Any) -> Settings:
     """The settings a dashboard starts from: PRESETS[name] with `overrides` applied."""
-    if name not in PRESETS:
-        raise ValueError(f"preset must be one of {', '.join(map(repr, PRESETS))} (got {name!r})")
+    if not isinstance(name, str) or name not in PRESETS:
+        raise ValueError(f"preset_name must be one of {', '.join(map(repr, PRESETS))} (got {name!r})")
     unknown = sorted(set(overrides) - set(asdict(PRESETS[name])))
     if unknown:
         raise ValueError(f"{unknown[0]} is not a dashboard setting; the settings are "

@@ -364,8 +364,8 @@ QUESTIONS: dict[str, Callable[[], Question]] = {
 
 def question(key: str) -> Question:
     """A fresh question by key (see `questions()`)."""
-    if key not in QUESTIONS:
-        raise ValueError(f"no question {key!r}; the questions are {', '.join(QUESTIONS)}")
+    if not isinstance(key, str) or key not in QUESTIONS:
+        raise ValueError(f"no question {key!r}: key must be one of {', '.join(QUESTIONS)}")
     return QUESTIONS[key]()
 
 

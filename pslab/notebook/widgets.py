@@ -109,8 +109,7 @@ class Dashboard:
 
     def __init__(self, preset_name: str = "default", *, settle_delay: float | None = 0.25,
                  **overrides: Any):
-        if settle_delay is not None:
-            number("settle_delay (seconds)", settle_delay)
+        check_settle_delay(settle_delay)
         start = preset(preset_name, **overrides)
         self.preset = preset_name
         self._fixed = start  # the fields no control changes
@@ -359,6 +358,12 @@ def setup() -> None:
         set_matplotlib_formats("png", metadata={"Software": None})
 
 
+def check_settle_delay(seconds: Any) -> None:
+    """None (settle at once) or seconds of quiet before the slow path; a minute at most."""
+    if seconds is not None:
+        number("settle_delay (seconds)", seconds, high=60)
+
+
 def within(name: str, control: W.ValueWidget, value: Any) -> None:
     """Refuse a value the control cannot show (a slider would clamp it without a word)."""
     if isinstance(control, (W.IntSlider, W.FloatSlider)):
@@ -368,6 +373,7 @@ def within(name: str, control: W.ValueWidget, value: Any) -> None:
         allowed = f"a number from {control.min} to {control.max}"
     else:
         options = [o[1] if isinstance(o, tuple) else o for o in getattr(control, "options", ())]
-        ok, allowed = value in options, f"one of {', '.join(map(repr, options))}"
+        ok = any(o == value and isinstance(o, bool) == isinstance(value, bool) for o in options)
+        allowed = f"one of {', '.join(map(repr, options))}"  # (True == 1.0 is not a choice)
     if not ok:
         raise ValueError(f"{name} must be {allowed} (got {value!r})")

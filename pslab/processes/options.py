@@ -39,6 +39,9 @@ class Options:
         return ipaddress.ip_address(self.address).is_loopback
 
 
+# a run sleeps time_scale real seconds per virtual one and waits up to timeout for a message:
+# beyond these it would only look hung
+LONGEST_SCALE, LONGEST_WAIT = 60.0, 86400.0
 MAX_PROCESSES = 64  # shards + workers: each is a whole Python process with torch loaded
 
 
@@ -60,8 +63,8 @@ def check_options(backend: str, workers: int, steps: int, shards: int = 1,
                              f"(got backend='simulated')")
         return None
     v = {k: (DEFAULTS[k] if given.get(k) is None else given[k]) for k in DEFAULTS}
-    return Options(time_scale=number("time_scale", v["time_scale"]),
-                   timeout=number("timeout", v["timeout"], positive=True),
+    return Options(time_scale=number("time_scale", v["time_scale"], high=LONGEST_SCALE),
+                   timeout=number("timeout", v["timeout"], positive=True, high=LONGEST_WAIT),
                    address=_address(v["address"]),
                    start_method=one_of("start_method", v["start_method"], START_METHODS),
                    kill=_faults("kill", v["kill"], workers, steps),
@@ -70,6 +73,8 @@ def check_options(backend: str, workers: int, steps: int, shards: int = 1,
 
 def _address(value: Any) -> str:
     try:
+        if not isinstance(value, str):  # ip_address(5) is 0.0.0.5: a number is a mistake
+            raise ValueError
         return str(ipaddress.ip_address(value))
     except ValueError:
         raise ValueError(f"address must be an IP address such as '127.0.0.1' (loopback, the "
