@@ -87,14 +87,13 @@ class Entry:
     """One public entry. target: dotted name of the callable, or a Slot the test fills (a
     built dashboard's `set`). base: valid, cheap arguments. allowed: param -> values of a bad
     class that are fine here. hints: the fields a `**settings` entry takes, with their types.
-    count: runs a `labels` parameter must match. skip: parameters not walked, and why."""
+    count: runs a `labels` parameter must match."""
 
     target: str
     base: dict[str, Any] = field(default_factory=dict)
     allowed: dict[str, tuple] = field(default_factory=dict)
     hints: dict[str, str] = field(default_factory=dict)
     count: int = 1
-    skip: dict[str, str] = field(default_factory=dict)
     label: str = ""
 
     @property
@@ -162,8 +161,6 @@ def cases(entries: list[Entry]) -> list[Case]:
     out = []
     for entry in entries:
         for name, hint in entry.parameters().items():
-            if name in entry.skip:
-                continue
             allowed = entry.allowed.get(name, ())
             out += [Case(entry, name, cls, v) for cls, v in bad_values(entry, name, hint)
                     if not any(same(v, ok) for ok in allowed)]

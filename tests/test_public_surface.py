@@ -41,7 +41,7 @@ def _settings() -> dict[str, str]:
 def _nas_settings() -> dict[str, str]:
     from pslab.nas.live import START
 
-    return {n: type(v).__name__.replace("str", "str") for n, v in START.items()}
+    return {n: type(v).__name__ for n, v in START.items()}
 
 
 # allowed on a dashboard as in train: ssp=0 (BSP), a free network, a diverging lr
