@@ -106,8 +106,8 @@ class Simulation:
             return
         t = self._transfer("fetch", rank, step)
         server = self.server  # booked now, so each shard's fetch sees the updates booked before
-        self._fetched[rank] = server.versions[:]
-        if self._numerics:  # timing only: the versions are all a fetch brings
+        self._fetched[rank] = server.versions[:]  # in timing-only runs, all that a fetch brings
+        if self._numerics:
             fetch = self.workers[rank].fetch
             for s in self._shard_ids:
                 fetch(server, s)
@@ -134,7 +134,8 @@ class Simulation:
                 end = b
         if end > now:  # timeline.gaps, inlined (with many workers most transfers queue)
             t = now
-            for a, b in sorted(booked):
+            booked.sort()
+            for a, b in booked:
                 if a > t:
                     append(_new(Span, (rank, None, "idle", t, a, step, None, "queue")))
                 if b > t:
