@@ -7,7 +7,6 @@ exactly the updates booked before it — the same order the virtual clock shows.
 """
 from __future__ import annotations
 
-import gc
 import math
 from collections import defaultdict
 from typing import Callable, NamedTuple
@@ -15,7 +14,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from .cluster import Cluster
-from .engine import Clock, Resource, stop_on_interrupt
+from .engine import Clock, Resource, collector_paused, stop_on_interrupt
 from .modes import Policy
 from .server import ParameterServer
 from .timeline import Span
@@ -82,19 +81,11 @@ class Simulation:
             self.started = True
             for w in self.workers:
                 self.start_step(w.rank, 0)
-        # A run allocates up to ~10^6 spans and frees none: the cyclic garbage collector would
-        # rescan them again and again (half the time of a large timing-only run) for nothing.
-        enabled = gc.isenabled()
-        gc.disable()
         try:
-            with stop_on_interrupt(self.clock):
+            with collector_paused(), stop_on_interrupt(self.clock):
                 self.clock.run()
         except KeyboardInterrupt:  # a second Ctrl-C, or not the main thread: stop at once
             self.interrupted = True
-        finally:
-            if enabled:
-                _promote_young_objects()
-                gc.enable()
         self.interrupted = self.interrupted or self.clock.stopped
 
     # --- a worker's step: gate, fetch, compute --------------------------------------------
@@ -252,20 +243,6 @@ def _routes(transfers: list, cluster: Cluster, rank: int, workers: int) -> list:
         return transfers
     return [(s, Resource(), 0.0) if cluster.host(s, workers) == rank else (s, r, cost)
             for s, r, cost in transfers]
-
-
-def _promote_young_objects() -> None:
-    """Move every object allocated since the last collection into the oldest generation.
-
-    With the collector off, the run's ~10^6 spans all sit in the youngest generation: switched
-    back on, it would walk them three times within the next few allocations (young, middle,
-    then a full collection), ~0.2 s after a large run, to learn they are alive. freeze then
-    unfreeze splices the generations' lists into the oldest (O(1), nothing walked); a run makes
-    no reference cycles, so there is nothing young for the collector to free early. Skipped
-    when the program froze objects itself (unfreeze would hand those back too)."""
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
 
 
 NO_NUMBERS = (math.nan, math.nan)
