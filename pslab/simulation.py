@@ -82,7 +82,9 @@ class Simulation:
             for w in self.workers:
                 self.start_step(w.rank, 0)
         try:
-            with collector_paused(), stop_on_interrupt(self.clock):
+            # worth it from some 10^4 objects on (engine.collector_paused)
+            big = len(self.workers) * self.steps * self.accumulate >= 1000
+            with collector_paused(promote=big), stop_on_interrupt(self.clock):
                 self.clock.run()
         except KeyboardInterrupt:  # a second Ctrl-C, or not the main thread: stop at once
             self.interrupted = True

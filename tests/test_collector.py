@@ -25,11 +25,29 @@ def test_the_collector_is_off_inside_and_what_the_block_made_is_old_after():
     assert generation(made) == {2}
 
 
-def test_a_run_leaves_the_collector_on_and_its_spans_old():
-    run = pslab.train(mode="async", workers=20, steps=5, numerics=False,
-                      cluster=pslab.Cluster(jitter=0.3))
+def frozen_calls(monkeypatch) -> list[int]:
+    """Records each gc.freeze (the promotion) made from now on."""
+    calls: list[int] = []
+    real = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: (calls.append(1), real())[1])
+    return calls
+
+
+def test_without_promote_the_collector_is_only_switched_off(monkeypatch):
+    calls = frozen_calls(monkeypatch)
+    with collector_paused(promote=False):
+        assert not gc.isenabled()
+    assert gc.isenabled() and calls == []
+
+
+def test_a_large_run_leaves_its_spans_old_a_small_one_is_not_promoted(monkeypatch):
+    kw = dict(mode="async", numerics=False, cluster=pslab.Cluster(jitter=0.3))
+    large = pslab.train(workers=100, steps=10, **kw)
     assert gc.isenabled()
-    assert generation(run.timeline[-50:]) == {2}
+    assert generation(large.timeline[-50:]) == {2}
+    calls = frozen_calls(monkeypatch)
+    pslab.train(workers=4, steps=5, **kw)  # a young collection would cost more than it saves
+    assert gc.isenabled() and calls == []
 
 
 def test_the_collector_comes_back_on_after_an_error():
