@@ -17,7 +17,7 @@ from .cluster import Cluster
 from .engine import Clock, Resource, collector_paused, stop_on_interrupt
 from .modes import Policy
 from .server import ParameterServer
-from .timeline import Span
+from .timeline import Span, gaps
 from .worker import Worker
 
 
@@ -114,26 +114,31 @@ class Simulation:
     def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
         """Book one transfer per shard, all asked for now; returns when the last one ends.
         Time spent queued behind other jobs on a busy shard becomes idle, noted "queue"."""
-        now, append = self.clock.now, self.timeline.append
-        end, booked = now, []
-        for s, shard, cost in self._transfers[rank]:
+        now, timeline = self.clock.now, self.timeline
+        append, jobs = timeline.append, self._transfers[rank]
+        # The holes between the jobs are found as they are booked (with many workers, most
+        # transfers queue), which is right while no job starts before the one booked before it;
+        # else timeline.gaps sorts them out. end: the jobs so far cover [now, end] but for holes.
+        end = last = now
+        holes, ordered = [], True  # holes: the idle spans, to follow the transfers
+        for s, shard, cost in jobs:
             a = shard.free_at  # Resource.book, inlined: this loop runs ~10^6 times
             if a < now:
                 a = now
             b = shard.free_at = a + cost
             append(_new(Span, (rank, s, kind, a, b, step, None, note)))
-            booked.append((a, b))
+            if a > end:
+                holes.append(_new(Span, (rank, None, "idle", end, a, step, None, "queue")))
             if b > end:
                 end = b
-        if end > now:  # timeline.gaps, inlined (with many workers most transfers queue)
-            t = now
-            booked.sort()
-            for a, b in booked:
-                if a > t:
-                    append(_new(Span, (rank, None, "idle", t, a, step, None, "queue")))
-                if b > t:
-                    t = b
-            # no gap after the last job: the jobs together reach `end`
+            if a < last:
+                ordered = False
+            last = a
+        if not ordered:
+            booked = [(sp.start, sp.end) for sp in timeline[-len(jobs):]]
+            holes = [_new(Span, (rank, None, "idle", a, b, step, None, "queue"))
+                     for a, b in gaps(booked, now, end)]
+        timeline.extend(holes)
         return end
 
     # --- push, and the server's update --------------------------------------------------
