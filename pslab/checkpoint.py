@@ -19,7 +19,7 @@ from typing import Any
 
 from .checks import flag, number
 
-FORMAT = "pslab-checkpoint-1"
+FORMAT = "pslab-checkpoint-2"  # 2: the simulation keeps fetched versions itself (issue 13)
 
 
 class Checkpoint:
@@ -69,7 +69,11 @@ def load(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError(f"checkpoint {path} does not exist")
     saved = pickle.loads(path.read_bytes())
-    if not isinstance(saved, dict) or saved.get("format") != FORMAT:
+    found = saved.get("format") if isinstance(saved, dict) else None
+    if isinstance(found, str) and found.startswith("pslab-checkpoint-") and found != FORMAT:
+        raise ValueError(f"{path} was written by another pslab ({found}; this one reads "
+                         f"{FORMAT}): run it again from the start to checkpoint it anew")
+    if found != FORMAT:
         raise ValueError(f"{path} is not a pslab checkpoint")
     return saved
 

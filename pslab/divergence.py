@@ -18,10 +18,9 @@ GROWTH = 3.0  # a training loss this many times its starting value counts as blo
 def divergence(run: "Run") -> str | None:
     """What went wrong, in one sentence, or None when the run did not diverge (or, timing
     only, has no loss to judge)."""
-    losses = [r.loss for r in run.history]
-    if not run.config.get("numerics", True) or not losses:
+    if not run.config.get("numerics", True) or not run.history:
         return None
-    start = run.start_loss if math.isfinite(run.start_loss) else losses[0]
+    start = run.start_loss if math.isfinite(run.start_loss) else run.history[0].loss
     for r in run.history:
         if not math.isfinite(r.loss):
             return (f"the training loss became {r.loss} at update {r.version} "

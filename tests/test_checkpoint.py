@@ -64,3 +64,14 @@ def test_checkpoint_refuses_what_it_cannot_do(tmp_path):
     (tmp_path / "junk").write_bytes(b"\x80\x04K\x01.")
     with pytest.raises(ValueError, match="not a pslab checkpoint"):
         resume(tmp_path / "junk")
+
+
+def test_a_checkpoint_of_another_format_is_refused_by_name(tmp_path):
+    import pickle
+
+    from pslab.checkpoint import FORMAT
+
+    old = tmp_path / "old.ckpt"
+    old.write_bytes(pickle.dumps(dict(format="pslab-checkpoint-1", settings={}, simulation=None)))
+    with pytest.raises(ValueError, match=f"pslab-checkpoint-1; this one reads {FORMAT}"):
+        pslab.resume(old)
