@@ -41,9 +41,9 @@ def percentile(xs: list[float], q: float) -> float:
 
 
 async def measure(preset: str, changes: int) -> dict[str, dict[str, float]]:
-    # settle_delay: far in the future, so a sweep is all fast path (as while dragging); the
-    # settle is then timed on its own.
-    dash = Dashboard(preset, settle_delay=3600, workers=8, steps=30)
+    # settle_delay: the longest a dashboard allows (a minute, far beyond a sweep), so a sweep
+    # is all fast path (as while dragging); the settle is then timed on its own.
+    dash = Dashboard(preset, settle_delay=60, workers=8, steps=30)
     out = {}
     for control, values in SWEEPS.items():
         start = dash.controls[control].value

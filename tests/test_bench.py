@@ -54,3 +54,13 @@ def test_python_m_bench_prints_and_writes_every_ratio(tmp_path, capsys):
     assert written["machine"]["python_loop_1e7_s"] > 0 and written["machine"]["torch"]
     printed = capsys.readouterr().out
     assert "pslab/plain <= 1.3" in printed and f"{rows[1]['ratio']:.2f}x" in printed
+
+
+def test_the_dashboard_bench_builds_its_dashboards():
+    """Its settings must stay within what a dashboard accepts (they are checked up front)."""
+    import asyncio
+
+    from bench import widget_latency
+
+    res = asyncio.run(widget_latency.measure("001", changes=1))
+    assert set(res) == set(widget_latency.SWEEPS) and all(r["median"] > 0 for r in res.values())
