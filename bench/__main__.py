@@ -1,9 +1,9 @@
 """`python -m bench [--quick] [--only SECTION ...]`: pslab against what users would pick instead.
 
 Sections: clock (pslab's clock vs SimPy), numerics (vs a plain torch loop), dashboards (kernel
-latency), notebooks (nbval run times), processes (one sync step vs DDP, once the process
-backend is there), nas (the live and the paper-scale search, once NAS is there). Prints one
-table and writes it as JSON under bench/results/ with the machine's CPU, Python and torch.
+latency), notebooks (nbval run times; left out of a plain --quick), processes (one sync step
+vs DDP), nas (the live and the paper-scale search). Prints one table and writes it as JSON
+under bench/results/ with the machine's CPU, Python, torch and Python speed.
 Every figure is a median of repeated runs after a warm-up, with min and max; ratios are taken
 within the same invocation. Goals are printed beside the figures; nothing here asserts a speed.
 """
@@ -24,6 +24,9 @@ SECTIONS = {  # name -> module under bench/ that has rows(quick) -> list of rows
     "notebooks": "notebooks_time", "processes": "processes_vs_ddp", "nas": "nas_speed",
 }
 RESULTS = Path(__file__).resolve().parent / "results"
+# Left out of a plain --quick (it prints no ratio, and would take it past 3 minutes); run it
+# with --only. Value: why, in the table.
+SLOW = {"notebooks": "each notebook under nbval, about 2 minutes"}
 
 
 def machine() -> dict[str, Any]:
@@ -82,15 +85,23 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repeats (a minute or two)")
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer repeats, and no notebooks section unless --only names it "
+                         "(under 3 minutes)")
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS), metavar="SECTION",
                     help=f"run only these sections: {', '.join(SECTIONS)}")
     ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/)")
     args = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for name in args.only or list(SECTIONS):
-        print(f"... {name}", file=sys.stderr, flush=True)
+        if name in SLOW and args.quick and not args.only:
+            rows.append({"section": name, "name": f"not run by --quick ({SLOW[name]}): "
+                                                  f"--only {name}"})
+            continue
+        print(f"... {name}", end="", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
         rows += run_section(name, args.quick)
+        print(f" {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     print_table(rows)
     about = machine()
     print(f"machine: {about['cpu']}, {about['cores']} cores, Python {about['python']}, torch "
