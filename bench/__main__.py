@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for name in args.only or list(SECTIONS):
         if name in SLOW and args.quick and not args.only:
-            rows.append({"section": name, "name": f"not run by --quick ({SLOW[name]}): "
-                                                  f"--only {name}"})
+            rows.append({"section": name, "name": f"not run by --quick: --only {name}",
+                         "goal": SLOW[name]})
             continue
         print(f"... {name}", end="", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
