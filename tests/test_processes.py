@@ -119,6 +119,12 @@ def test_measured_timeline_has_every_kind_and_real_compute_times():
     idle = {w: sum(s.duration for s in run.timeline if s.kind == "idle" and s.worker == w)
             for w in range(3)}
     assert idle[0] > idle[2] and idle[1] > idle[2]  # the fast ones wait for the straggler
+    # ... and that wait is the barrier's, as in the simulation: it ends at a step's first fetch
+    barrier = {w: sum(s.duration for s in run.timeline if s.note == "barrier" and s.worker == w)
+               for w in range(3)}
+    assert barrier[0] > barrier[2] and barrier[1] > barrier[2] and run.barrier_time > 0
+    fetches = {(s.worker, s.start) for s in run.timeline if s.kind == "fetch"}
+    assert all((s.worker, s.end) in fetches for s in run.timeline if s.note == "barrier")
     assert run.makespan == max(s.end for s in run.timeline)
     check_trace(chrome_trace(run), run)  # a measured run opens in Perfetto like a simulated one
 
@@ -126,6 +132,7 @@ def test_measured_timeline_has_every_kind_and_real_compute_times():
 def test_async_races_and_records_staleness_per_push():
     run = processes(mode="async", workers=3, steps=8)
     assert run.updates == 24 and len(run.staleness) == 24
+    assert run.barrier_time == 0  # nothing holds an async worker
     assert all(s >= 0 for s in run.staleness) and max(run.staleness) >= 1
     assert sorted((r.worker, r.step) for r in run.history) == [
         (w, t) for w in range(3) for t in range(8)]

@@ -8,7 +8,7 @@ shard, scored as the simulation scores it.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import replace
 from typing import Any
@@ -32,7 +32,10 @@ def assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complet
 def _assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], complete: bool,
               extra: dict[str, Any], pushes) -> Run:
     layout = job.layout()
-    timeline = sorted(spans + idle_spans(spans, job.workers), key=lambda s: (s.start, s.end))
+    policy = job.policy
+    held = policy.waits_for_update or policy.bound < job.steps
+    timeline = sorted(spans + idle_spans(spans, job.workers, held),
+                      key=lambda s: (s.start, s.end))
     start = layout.split(layout.flatten(init_params(64, job.hidden, 10, job.seed))) \
         if job.start_keys is None else [torch.from_numpy(k) for k in job.start_keys]
     data = Digits.load(job.seed)
@@ -64,8 +67,13 @@ def push_staleness(pushes: list[dict[str, Any]]) -> list[int]:
     return [max(p["staleness"] for p in ps) for ps in order]
 
 
-def idle_spans(spans: list[Span], workers: int) -> list[Span]:
-    """Each worker's waits: the gaps between its compute blocks and its transfers."""
+def idle_spans(spans: list[Span], workers: int, held: bool = False) -> list[Span]:
+    """Each worker's waits: the gaps between its compute blocks and its transfers.
+
+    held: the mode may hold a worker before a step (a barrier, or an SSP bound the run can
+    reach). Then the gap before a step's first fetch is noted "barrier", as in the simulation:
+    the shard answers the fetch only when the mode lets the worker start (shard.wait_to_start).
+    Other gaps stay unnoted: on real processes they mix a link's queue with messaging time."""
     own = defaultdict(list)
     for s in spans:
         if s.worker is not None:
@@ -75,9 +83,16 @@ def idle_spans(spans: list[Span], workers: int) -> list[Span]:
         mine = sorted(own[w], key=lambda s: s.start)
         if not mine:
             continue
+        starts = [s.start for s in mine]
+        by_end = sorted(mine, key=lambda s: s.end)
+        ends = [s.end for s in by_end]
         for a, b in gaps([(s.start, s.end) for s in mine], mine[0].start, mine[-1].end):
-            step = next((s.step for s in mine if s.start >= b), mine[-1].step)
-            out.append(Span(w, None, "idle", a, b, step))
+            i, j = bisect_right(ends, a), bisect_left(starts, b)
+            before = by_end[i - 1] if i else None  # the last span to end before the gap
+            after = mine[j] if j < len(mine) else mine[-1]  # the first to start after it
+            waits = held and after.kind == "fetch" and before is not None \
+                and before.step < after.step
+            out.append(Span(w, None, "idle", a, b, after.step, note="barrier" if waits else None))
     return out
 
 
