@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import torch
 
-from .checks import integer, number
+from .checks import flag, integer, number
 from .cluster import Cluster
 from .data import Digits, dataset_size
 from .divergence import divergence, warn_if_diverged
@@ -197,10 +197,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     hidden = integer("hidden", hidden)
     seed = integer("seed", seed, low=0, high=2**64 - 1)  # what torch.Generator accepts
     policy.check(workers, steps)
-    for name, flag in (("numerics", numerics), ("progress", progress),
-                       ("staleness_lr", staleness_lr)):
-        if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be True or False (got {flag!r})")
+    for name, value in (("numerics", numerics), ("progress", progress),
+                        ("staleness_lr", staleness_lr)):
+        flag(name, value)
     cluster = Cluster() if cluster is None else cluster
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from ..checks import integer, number, one_of
+from ..checks import flag, integer, number, one_of
 from ..cluster import Cluster
 from ..data import dataset_size
 from ..layout import Layout, Params
@@ -174,9 +174,8 @@ def _check(servers: Any, controllers: Any, children: Any, rounds: Any, seed: Any
            mode: Any, numerics: Any, cluster: Any, space: Any, cube: Any, steps: Any,
            batch: Any, child_lr: Any, decay: Any, policy: Any = "softmax") -> dict[str, Any]:
     """Every argument checked before any work: a ValueError names the first bad one."""
-    for name, flag in (("numerics", numerics), ("cube", cube)):
-        if not isinstance(flag, bool):
-            raise ValueError(f"{name} must be True or False (got {flag!r})")
+    for name, value in (("numerics", numerics), ("cube", cube)):
+        flag(name, value)
     space = as_space(space)
     policy = one_of("policy", policy, tuple(POLICIES))
     keys = sum(_count(s) for s in POLICIES[policy].shapes(space).values())  # Θ's size
