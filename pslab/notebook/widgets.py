@@ -237,10 +237,14 @@ class Dashboard:
                 self.images[name].value = png
         self._write_text(settled=False)
 
-    def _schedule_settle(self) -> None:
+    def _cancel_settle(self) -> None:
+        """Forget a settle that was waiting for the sliders to rest."""
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+    def _schedule_settle(self) -> None:
+        self._cancel_settle()
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -257,9 +261,7 @@ class Dashboard:
 
     def settle(self) -> None:
         """Run the arithmetic for the current settings and redraw the loss curve now."""
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        self._cancel_settle()
         try:
             t0 = time.perf_counter()
             png = self.view.settle(progress=lambda text: self._set_status("busy", text + "…"))
