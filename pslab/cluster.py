@@ -95,7 +95,7 @@ class Cluster:
         base = np.repeat((self.compute_time / speeds)[:, None], minibatches, axis=1)
         if self.jitter:
             z = np.random.default_rng([seed, _JITTER]).standard_normal(base.shape)
-            base = base * np.exp(self.jitter * z)
+            base = base * exp_everywhere_alike(self.jitter * z)
         return base
 
     def timing_bytes(self, shard_bytes: list[int]) -> list[int]:
@@ -114,6 +114,14 @@ class Cluster:
 
     def update_duration(self, fraction: float) -> float:
         return self.update_time * fraction
+
+
+def exp_everywhere_alike(x: np.ndarray) -> np.ndarray:
+    """exp of every element by the C library's scalar exp, not numpy's vector exp: numpy picks
+    a SIMD exp by the CPU (AVX-512 or not) whose last bits differ, and a jittered timeline must
+    be the same on every machine (the engine's fingerprint tests pin it bit for bit)."""
+    flat = np.fromiter(map(math.exp, x.ravel().tolist()), dtype=float, count=x.size)
+    return flat.reshape(x.shape)
 
 
 def _speeds(values: Sequence[float]) -> np.ndarray:
