@@ -26,7 +26,7 @@ from .processes.options import check_options
 from .checkpoint import Checkpoint
 from .server import ParameterServer
 from .simulation import Record, Simulation, no_numbers
-from .timeline import Span, covered, total
+from .timeline import Span, covered, total, worker_shares
 from .worker import Worker
 
 
@@ -99,6 +99,11 @@ class Run:
     def idle_fraction(self) -> float:
         """Idle time over all workers' time (workers x makespan)."""
         return self.idle_time / (self.workers * self.makespan) if self.makespan else 0.0
+
+    def shares(self) -> list[dict[str, float]]:
+        """Per worker, seconds computing, transferring and idle (adding up to the makespan), and
+        the queue and barrier parts of idle: see pslab.timeline.worker_shares."""
+        return worker_shares(self.timeline, self.workers, self.makespan)
 
     @property
     def updates(self) -> int:

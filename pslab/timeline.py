@@ -68,17 +68,69 @@ def total(spans: Iterable[Span], kind: str, note: str | None = None) -> float:
 
 def covered(spans: Iterable[Span], busy: Iterable[tuple[float, float]]) -> float:
     """Summed time of `spans` that falls inside any of the `busy` intervals (which may overlap)."""
-    merged: list[list[float]] = []
-    for a, b in sorted(busy):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    ends = [b for _, b in merged]
+    union = merged(busy)
+    ends = [b for _, b in union]
     out = 0.0
     for s in spans:
         i = bisect_right(ends, s.start)  # the first interval ending after the span starts
-        while i < len(merged) and merged[i][0] < s.end:
-            out += min(s.end, merged[i][1]) - max(s.start, merged[i][0])
+        while i < len(union) and union[i][0] < s.end:
+            out += min(s.end, union[i][1]) - max(s.start, union[i][0])
             i += 1
     return out
+
+
+# The parts of a worker's time, in the order the side panel stacks them. A worker transfers
+# to several shards at once (one fetch or push per shard, in parallel), so its transfer time is
+# the union of those spans, not their sum: only then do the parts add up to the makespan.
+SHARES = ("compute", "transfer", "idle")
+
+
+def merged(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of `intervals` as sorted, disjoint intervals."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                out[-1] = (out[-1][0], b)
+        elif b > a:
+            out.append((a, b))
+    return out
+
+
+def _length(intervals: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def worker_shares(spans: Iterable[Span], workers: int, makespan: float) -> list[dict[str, float]]:
+    """Per worker, the seconds of the makespan it spent computing, transferring and idle.
+
+    compute: the time some compute span of the worker covers; transfer: the time some fetch or
+    push covers and no compute does (transfers to different shards overlap: counted once);
+    idle: the rest of [0, makespan], so compute + transfer + idle == makespan for every worker.
+    Inside idle, `queue` is the part spent queued behind other transfers at a busy shard and
+    `barrier` the part spent waiting for other workers (the spans' notes); the rest of idle is
+    unnoted (e.g. a worker that finished early, waiting for the run to end).
+    """
+    kinds: list[dict[str, list[tuple[float, float]]]] = [
+        {"compute": [], "transfer": [], "queue": [], "barrier": []} for _ in range(workers)]
+    for s in spans:
+        if s.worker is None or not 0 <= s.worker < workers:
+            continue
+        part = ("transfer" if s.kind in ("fetch", "push") else
+                s.kind if s.kind == "compute" else s.note if s.kind == "idle" else None)
+        if part in kinds[s.worker]:
+            a, b = max(s.start, 0.0), min(s.end, makespan)
+            if b > a:
+                kinds[s.worker][part].append((a, b))
+    return [_split(k, makespan) for k in kinds]
+
+
+def _split(k: dict[str, list[tuple[float, float]]], makespan: float) -> dict[str, float]:
+    compute = merged(k["compute"])
+    busy = merged(compute + k["transfer"])
+    queue = merged(busy + k["queue"])
+    waiting = merged(queue + k["barrier"])
+    c, used = _length(compute), _length(busy)
+    q = _length(queue) - used
+    return {"compute": c, "transfer": used - c, "idle": max(makespan - used, 0.0),
+            "queue": q, "barrier": _length(waiting) - used - q}

@@ -7,26 +7,14 @@ everyone else's). Bars are updated in place for the live dashboards.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import PercentFormatter
 
 from .palette import PALETTES
 from ..run import Run
+from ..timeline import SHARES
 from .timeline_plot import worker_label
-
-PARTS = (("compute", ("compute",)), ("transfer", ("fetch", "push")), ("idle", ("idle",)))
-
-
-def time_split(run: Run) -> list[dict[str, float]]:
-    """Per worker, the seconds spent computing, transferring (fetch + push) and idle."""
-    spent: list[dict[str, float]] = [defaultdict(float) for _ in range(run.workers)]
-    for span in run.timeline:
-        if span.worker is not None:
-            spent[span.worker][span.kind] += span.end - span.start
-    return [{part: sum(s[k] for k in kinds) for part, kinds in PARTS} for s in spent]
 
 
 class BusyPlot:
@@ -36,7 +24,7 @@ class BusyPlot:
         self.ax, self.palette = ax, palette
         colours = {"compute": PALETTES[palette]["compute"],
                    "transfer": PALETTES[palette]["fetch"], "idle": "#FFFFFF"}
-        self.bars: dict[str, list[Rectangle]] = {part: [] for part, _ in PARTS}
+        self.bars: dict[str, list[Rectangle]] = {part: [] for part in SHARES}
         self.colours = colours
         ax.set_xlim(0, 1)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
@@ -44,13 +32,13 @@ class BusyPlot:
         ax.invert_yaxis()
         ax.tick_params(axis="y", length=0)
         handles = [Rectangle((0, 0), 1, 1, facecolor=colours[p], edgecolor="black",
-                             linewidth=0.6, label=p) for p, _ in PARTS]
+                             linewidth=0.6, label=p) for p in SHARES]
         ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3,
                   frameon=False, fontsize=10, borderaxespad=0.2)
         self.title = ax.set_title("", fontsize=10)
 
     def update(self, run: Run) -> None:
-        split = time_split(run)
+        split = run.shares()  # transfers to several shards at once count once
         for part, bars in self.bars.items():
             while len(bars) < len(split):
                 bars.append(self.ax.add_patch(Rectangle(
@@ -59,7 +47,7 @@ class BusyPlot:
         total = run.makespan or 1.0
         for w, parts in enumerate(split):
             left = 0.0
-            for part, _ in PARTS:
+            for part in SHARES:
                 bar = self.bars[part][w]
                 bar.set_x(left)
                 bar.set_width(parts[part] / total)
@@ -71,8 +59,9 @@ class BusyPlot:
         labels = [worker_label(w, self.palette) for w in range(len(split))]
         if [t.get_text() for t in self.ax.get_yticklabels()] != labels:
             self.ax.set_yticks(range(len(split)), labels)
-        idle = sum(p["idle"] for p in split)
-        self.title.set_text(f"idle {idle:.1f} GPU-seconds ({run.idle_fraction:.1%} of "
+        idle = sum(p["idle"] for p in split)  # the white parts of the bars, summed
+        share = idle / (run.workers * total)
+        self.title.set_text(f"idle {idle:.1f} GPU-seconds ({share:.1%} of "
                             f"{run.workers} × {run.makespan:.1f} s), {run.updates} updates")
 
     def artists(self) -> list:
@@ -81,4 +70,4 @@ class BusyPlot:
     def shares(self) -> list[dict[str, float]]:
         """Each worker's shares, read back from the drawn bars."""
         n = sum(b.get_visible() for b in self.bars["idle"])
-        return [{p: self.bars[p][w].get_width() for p, _ in PARTS} for w in range(n)]
+        return [{p: self.bars[p][w].get_width() for p in SHARES} for w in range(n)]
