@@ -39,7 +39,7 @@ def test_flows_count_what_went_over_every_edge(result):
 def test_hierarchy_labels_come_from_the_run(result):
     fig = plot_hierarchy(result)
     texts = [t.get_text() for t in fig.axes[0].texts]
-    assert any("4 pulls of Θ" in t for t in texts)
+    assert any("4 pulls\nof Θ" in t for t in texts)
     assert sum("Controller" in t for t in texts) == 3
     assert sum("Child" in t for t in texts) == 6
     with pytest.raises(ValueError, match="pslab.nas.Search"):

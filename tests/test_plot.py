@@ -10,6 +10,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 import pslab
+from pslab.drawing.sizes import CELL_IN
 from pslab import palette, replay
 from pslab.plot import (TimelinePlot, TrainingPlot, compare, flows, plot_dataflow,
                         plot_staleness, plot_timeline, plot_training)
@@ -127,7 +128,8 @@ def test_compare_shares_the_time_axis_and_has_one_legend(fig001):
     assert a.get_xlim()[1] >= max(every.makespan, twice.makespan)
     assert a.get_title().startswith("every step") and b.get_title().startswith("accumulate two")
     assert len(fig.legends) == 1
-    assert tuple(fig.get_size_inches()) == (12, 3.6)  # fixed size: same PNG every time
+    # fixed size (same PNG every time), a notebook cell's width (pslab.drawing.sizes)
+    assert tuple(fig.get_size_inches()) == (CELL_IN, 4.2)
     assert [p.palette for p in fig.pslab_plots] == ["accumulation"] * 2
 
 

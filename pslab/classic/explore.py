@@ -4,6 +4,7 @@ timeline cannot tell apart: dropped pushes (backup workers) and queueing at a bu
 opposed to waiting for other workers (Span.note)."""
 from __future__ import annotations
 
+import textwrap
 import warnings
 from typing import Any, Callable
 
@@ -31,7 +32,7 @@ def mark_notes(fig: Figure, run: Run) -> Figure:
             seen.add(s.note)
     if seen:
         handles = [Patch(facecolor="white", **MARKS[n]) for n in sorted(seen)]
-        ax.legend(handles=handles, loc="lower right", fontsize=7, framealpha=0.9)
+        ax.legend(handles=handles, loc="lower right", fontsize=9, framealpha=0.9)
     return fig
 
 
@@ -60,10 +61,12 @@ def lr_rule(rule: str = "fixed lr", lr: float = 0.5, workers: int = 8) -> Figure
         warnings.simplefilter("ignore", RuntimeWarning)  # the title says it instead
         run = train(mode="async", workers=workers, steps=30, lr=lr, seed=0,
                     staleness_lr=rule == "lr/τ")
-    fig = plot_training(run, labels=[f"async, {workers} workers, {rule}, lr {lr:g}"])
-    verdict = "DIVERGED: " + run.divergence if run.diverged else \
-        f"converged: test accuracy {run.final_accuracy:.1%}"
-    fig.suptitle(verdict, fontsize=9, color="crimson" if run.diverged else "black")
+    fig = plot_training(run, labels=[f"{rule}, lr {lr:.2g}"])
+    verdict = (f"async, {workers} workers: " + ("DIVERGED: " + run.divergence if run.diverged
+                                                 else f"converged: test accuracy "
+                                                      f"{run.final_accuracy:.1%}"))
+    fig.suptitle(textwrap.fill(verdict, 68), fontsize=9,  # wrapped: the cell's width
+                 color="crimson" if run.diverged else "black")
     return fig
 
 
@@ -102,4 +105,5 @@ def explore_lr_rule() -> Any:
     """fixed lr or lr/τ, and the lr itself (section 2)."""
     import ipywidgets as W
     return knob(lr_rule, rule=W.ToggleButtons(options=["fixed lr", "lr/τ"], description="rule"),
-                lr=W.FloatLogSlider(0.5, base=10, min=-2, max=0, description="lr"))
+                lr=W.FloatLogSlider(0.5, base=10, min=-2, max=0, description="lr",
+                                    readout_format=".2g"))

@@ -80,16 +80,16 @@ class Result:
                 width = 0.8 / len(self.series)
                 pos = [j + (i - (len(self.series) - 1) / 2) * width for j in range(len(self.xs))]
                 bars = ax.bar(pos, ys, width, label=label)
-                ax.bar_label(bars, fmt="%.3g", fontsize=8)
+                ax.bar_label(bars, fmt="%.3g", fontsize=9)
         if self.scale == "log":
             ax.set_xscale("log", base=2)
             ax.set_yscale("log", base=2)
         if not numeric:
-            ax.set_xticks(range(len(self.xs)), [str(x) for x in self.xs], fontsize=8)
+            ax.set_xticks(range(len(self.xs)), [str(x) for x in self.xs], fontsize=9)
         ax.set_xlabel(self.x)
         ax.set_ylabel(self.ylabel)
         ax.set_title(self.title, fontsize=10)
         ax.grid(alpha=0.3)
         if len(self.series) > 1 and self.twin is None:
-            ax.legend(fontsize=8, frameon=False)
+            ax.legend(fontsize=9, frameon=False)
         return fig

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .palette import ROLE_LABELS, ROLES
+from .sizes import CELL_IN, MIN_PT
 from ..run import Run, as_runs
 from .training_plot import check_ax
 
@@ -58,7 +59,7 @@ def _box(ax: Axes, x: float, y: float, w: float, h: float, role: str, text: str)
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
                                 boxstyle="round,pad=0.02,rounding_size=0.1",
                                 facecolor=ROLES[role], edgecolor="black", linewidth=1.2))
-    ax.text(x, y, text, ha="center", va="center", fontsize=8.5)
+    ax.text(x, y, text, ha="center", va="center", fontsize=MIN_PT + 0.5)
 
 
 def _arrow(ax: Axes, a: tuple, b: tuple, colour: str, dashed: bool = False) -> None:
@@ -73,7 +74,7 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     check_ax(ax)
     n = run.workers
     if ax is None:
-        ax = Figure(figsize=(10, max(3.6, 1.2 * n + 1.2)), layout="constrained").add_subplot()
+        ax = Figure(figsize=(CELL_IN, max(4.0, 1.3 * n + 1.4)), layout="constrained").add_subplot()
     ax.set_axis_off()
     height = max(n * 1.4, 3.0)
     ys = [height / 2 - (i + 0.5) * height / n for i in range(n)]  # worker 1 on top
@@ -81,21 +82,21 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     ax.set_xlim(-0.1, 10.1)
     ax.set_ylim(-height / 2 - 0.1, height / 2 + 0.1)
     cfg, found = run.config, flows(run)
-    _box(ax, data_x, 0, 1.7, 1.1, "data",
+    _box(ax, data_x, 0, 1.7, 1.5, "data",
          f"{ROLE_LABELS['data']}\n{sum(f.rows for f in found)} rows read\n"
-         f"(batch {cfg['batch']}, accumulate {cfg['accumulate']})")
+         f"batch {cfg['batch']},\naccumulate {cfg['accumulate']}")
     # The server is as tall as the column of workers, so every arrow to it is horizontal and
     # its labels never cross another arrow (figure 000 does the same with its processors).
     top, bottom = ys[0] + 0.5, ys[-1] - 0.5
     _box(ax, (ps_left + ps_right) / 2, (top + bottom) / 2, ps_right - ps_left, top - bottom,
          "server", "")
     ax.text((ps_left + ps_right) / 2, top - 0.12, ROLE_LABELS["server"], ha="center", va="top",
-            fontsize=9, weight="bold")
+            fontsize=MIN_PT + 1, weight="bold")
     for s, (names, nbytes) in enumerate(zip(run.shards, run.shard_bytes)):
         y = top - 0.75 - s * (top - bottom - 0.6) / max(len(run.shards), 1)
         inside = ", ".join(f"${p}$" for p in names)
         ax.text((ps_left + ps_right) / 2, y, f"shard {s + 1}: {{{inside}}}\n{fmt_bytes(nbytes)}",
-                ha="center", va="top", fontsize=8,
+                ha="center", va="top", fontsize=MIN_PT,
                 bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="0.3"))
     for f, y in zip(found, ys):
         _box(ax, work_x, y, 1.5, 0.75, "worker", f"Worker {f.worker + 1}\n(GPU{f.worker + 1})")
@@ -105,16 +106,16 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
         lx, ly = x0 + 0.6 * (x1 - x0), 0.6 * y
         ha, va = ("center", "bottom") if abs(y) < 1e-9 else ("right", "bottom" if y > 0 else "top")
         ax.text(lx, ly + (0.08 if ha == "center" else 0), f"{f.minibatches} batches\n{f.rows} rows",
-                ha=ha, va=va, fontsize=7.5, color="0.25")
+                ha=ha, va=va, fontsize=MIN_PT, color="0.25")
         # gradients up to the server above, weights back below: two parallel arrows per worker
         a, b = work_x + 0.77, ps_left - 0.02
         _arrow(ax, (a, y + 0.12), (b, y + 0.12), ROLES["gradient"])
         _arrow(ax, (b, y - 0.12), (a, y - 0.12), ROLES["weight"], dashed=True)
         ax.text((a + b) / 2, y + 0.2,
                 f"{f.pushes} pushes of \u2207\u03b8, {fmt_bytes(f.push_bytes)}",
-                ha="center", va="bottom", fontsize=7.5, color=ROLES["gradient"])
+                ha="center", va="bottom", fontsize=MIN_PT, color=ROLES["gradient"])
         ax.text((a + b) / 2, y - 0.2, f"{f.pulls} pulls of \u03b8, {fmt_bytes(f.pull_bytes)}",
-                ha="center", va="top", fontsize=7.5, color=ROLES["weight"])
+                ha="center", va="top", fontsize=MIN_PT, color=ROLES["weight"])
     ax.set_title(f"Distributed data-parallel training ({run.mode}, {n} workers): "
                  f"{run.updates} updates in {run.makespan:.2f} s", fontsize=10)
     return ax.figure

@@ -19,6 +19,7 @@ from matplotlib.path import Path
 
 from ..checks import flag, number, run_labels, text as a_text
 from .palette import KINDS, LABELS, PALETTES
+from .sizes import CELL_IN
 from .training_plot import check_ax
 from ..run import Run, as_runs
 
@@ -104,7 +105,7 @@ class TimelinePlot:
         self.texts = [ax.text(0, 0, "", ha="center", va="center", fontsize=TEXT_PT, zorder=4,
                               visible=False, clip_on=True) for _ in range(MAX_TEXTS)]
         self.end_line = ax.axvline(0, color="0.3", linestyle="--", linewidth=0.8, zorder=5)
-        self.title = ax.set_title("", fontsize=11)
+        self.title = ax.set_title("", fontsize=10)
         ax.set_xlabel("virtual time (s)")
         ax.invert_yaxis()  # G1 on top, as in the seeds
         ax.tick_params(axis="y", length=0)
@@ -236,12 +237,15 @@ def plot_timeline(run: Run, ax: Axes | None = None, palette: str = "ps",
     """Draw one run's timeline; returns the figure (its `pslab_plots` holds the TimelinePlot)."""
     as_runs(run, many=False)
     check_ax(ax)
-    if ax is None:
-        fig = Figure(figsize=(9, 0.45 * _row_count(run, palette, column) + 1.4),
+    legend, own = flag("legend", legend), ax is None
+    if own:  # a cell's width; the legend below the axes, where it costs no width
+        fig = Figure(figsize=(CELL_IN, 0.45 * _row_count(run, palette, column) + 1.8),
                      layout="constrained")
         ax = fig.add_subplot()
-    plot = TimelinePlot(ax, palette, column=column, label=label, legend=legend)
+    plot = TimelinePlot(ax, palette, column=column, label=label, legend=legend and not own)
     plot.update(run)
+    if own and legend:
+        _legend_below(ax.figure, palette)
     ax.figure.pslab_plots = [plot]
     return ax.figure
 
@@ -261,8 +265,8 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] | None = ("a", "b"),
     stacked = flag("stacked", stacked)
     figsize = _figsize(figsize)
     rows = max(_row_count(r, palette, column) for r in (run_a, run_b))
-    if figsize is None:
-        figsize = (10, 0.5 * rows * 2 + 2.2) if stacked else (12, 0.4 * rows + 2.0)
+    if figsize is None:  # a cell's width either way (side by side leaves less room per run)
+        figsize = (CELL_IN, 0.5 * rows * 2 + 2.6) if stacked else (CELL_IN, 0.4 * rows + 2.6)
     fig = Figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(2, 1, sharex=True) if stacked else fig.subplots(1, 2, sharex=True)
     plots = [TimelinePlot(ax, palette, column=column, label=lab, legend=False)
@@ -272,10 +276,15 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] | None = ("a", "b"),
         p.update(r, xmax=xmax)
     if stacked:
         axes[0].set_xlabel("")
-    fig.legend(handles=legend_handles(palette), loc="outside lower center",
-               ncol=len(legend_handles(palette)), fontsize=10, frameon=False)
+    _legend_below(fig, palette)
     fig.pslab_plots = plots
     return fig
+
+
+def _legend_below(fig: Figure, palette: str) -> None:
+    handles = legend_handles(palette)
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=10,
+               frameon=False, columnspacing=1.2, handlelength=1.5)
 
 
 def _figsize(value: object) -> tuple[float, float] | None:

@@ -8,6 +8,7 @@ staleness histogram shows how stale. Both plots update in place for the notebook
 """
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from typing import Sequence
 
@@ -16,10 +17,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, PercentFormatter
+from matplotlib.ticker import (FixedLocator, FuncFormatter, LogLocator, MaxNLocator,
+                               PercentFormatter)
 
 from ..checks import run_labels
 from ..run import Run, as_runs
+from .sizes import CELL_IN
 
 # One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.
 RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
@@ -81,7 +84,7 @@ class TrainingPlot:
         acc_ax.set_ylabel("test accuracy")
         acc_ax.set_ylim(0, 1)
         acc_ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        self.title = acc_ax.set_title("", fontsize=10, loc="left")  # the legend is over `ax`
+        self.title = acc_ax.set_title("", fontsize=9, loc="left")  # the legend is over `ax`
         self._labels: list[str] = []
 
     def _lines(self, n: int) -> None:
@@ -126,8 +129,7 @@ class StalenessPlot:
         self.bars: list[Rectangle] = []
         ax.set_xlabel("staleness (versions behind when applied)")
         ax.set_ylabel("updates")
-        for axis in (ax.xaxis, ax.yaxis):  # counts and versions: whole numbers only
-            axis.set_major_locator(MaxNLocator(integer=True, nbins=6))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))  # counts: whole
         self.title = ax.set_title("", fontsize=10)
 
     def update(self, run: Run) -> None:
@@ -141,6 +143,10 @@ class StalenessPlot:
             bar.set_height(counts.get(value, 0))
             bar.set_visible(value <= top)
         self.ax.set_xlim(-0.6, top + 0.6)
+        # versions: whole numbers; a tick under every bar while they are few (staleness 0
+        # alone is one tick, 0, not -0.6 ... 0.6)
+        self.ax.xaxis.set_major_locator(FixedLocator(range(top + 1)) if top < 8
+                                        else MaxNLocator(integer=True, nbins=6))
         self.ax.set_ylim(0, max(counts.values(), default=1) * 1.1)
         mean = float(np.mean(run.staleness)) if run.staleness else 0.0
         self.title.set_text(f"{run.mode}: {run.updates} updates, mean staleness {mean:.2f}, "
@@ -160,9 +166,14 @@ def plot_training(runs: Run | Sequence[Run], ax: Axes | None = None,
     check_ax(ax)
     acc_ax = None
     if ax is None:
-        ax, acc_ax = Figure(figsize=(10, 3.8), layout="constrained").subplots(1, 2)
+        # the accuracy panel a little wider: its title holds one line per run
+        ax, acc_ax = Figure(figsize=(CELL_IN, 3.6), layout="constrained").subplots(
+            1, 2, width_ratios=(1, 1.3))
     plot = TrainingPlot(ax, x=x, acc_ax=acc_ax)
     plot.update(runs, labels)
+    if acc_ax is not None:  # our own figure, a cell wide: long run names wrap over the panel
+        plot.title.set_text("\n".join(textwrap.fill(line, 48, subsequent_indent="  ")
+                                      for line in plot.title.get_text().splitlines()))
     ax.figure.pslab_plots = [plot]
     return ax.figure
 
@@ -172,7 +183,7 @@ def plot_staleness(run: Run, ax: Axes | None = None) -> Figure:
     as_runs(run, many=False)
     check_ax(ax)
     if ax is None:
-        ax = Figure(figsize=(5, 3.2), layout="constrained").add_subplot()
+        ax = Figure(figsize=(min(5, CELL_IN), 3.2), layout="constrained").add_subplot()
     plot = StalenessPlot(ax)
     plot.update(run)
     ax.figure.pslab_plots = [plot]

@@ -10,6 +10,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..drawing.sizes import CELL_IN
 from .random_search import random_search
 from .search import Search, search
 
@@ -60,27 +61,27 @@ def summary(found: Sequence[Duel], first: int = 3) -> dict[str, tuple[float, flo
 
 
 def plot_rewards(found: Sequence[Duel]) -> Figure:
-    """Mean accuracy of the sampled children per round: each seed thin, the mean thick."""
-    fig = Figure(figsize=(11, 4.4), layout="constrained")
+    """Mean accuracy of the sampled children per round: the mean over seeds thick, the band
+    between the lowest and highest seed shaded (how far one seed's curve moves by chance)."""
+    fig = Figure(figsize=(CELL_IN, 3.8), layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
     colours = {"REINFORCE": "#2E7D32", "random": "#7F7F7F"}
     for name, pick in (("REINFORCE", lambda d: d.reinforce), ("random", lambda d: d.random)):
         curves = np.array([pick(d).curve for d in found])
         best = np.array([np.maximum.accumulate(_round_best(pick(d))) for d in found])
         x = np.arange(1, curves.shape[1] + 1)
-        for c, b in zip(curves, best):
-            ax.plot(x, c, color=colours[name], alpha=0.3, lw=1)
-            ax2.plot(x, b, color=colours[name], alpha=0.3, lw=1)
-        ax.plot(x, curves.mean(0), color=colours[name], lw=3, label=f"{name} (mean)")
-        ax2.plot(x, best.mean(0), color=colours[name], lw=3, label=f"{name} (mean)")
-    ax.set_title(f"mean accuracy R of the children sampled, {len(found)} seeds", fontsize=12)
-    ax2.set_title("best accuracy found so far", fontsize=12)
+        for a, ys in ((ax, curves), (ax2, best)):
+            a.fill_between(x, ys.min(0), ys.max(0), color=colours[name], alpha=0.18, lw=0)
+            a.plot(x, ys.mean(0), color=colours[name], lw=2.5, label=name)
+    ax.set_title(f"mean R of the children sampled\n(line: mean of {len(found)} seeds; "
+                 "band: lowest to highest)", fontsize=9.5)
+    ax2.set_title("best R found so far", fontsize=9.5)
     for a in (ax, ax2):
-        a.set_xlabel("round", fontsize=12)
-        a.set_ylabel("held-out accuracy", fontsize=12)
-        a.tick_params(labelsize=11)
+        a.set_xlabel("round", fontsize=10)
+        a.set_ylabel("held-out accuracy R", fontsize=10)
+        a.tick_params(labelsize=9)
         a.grid(alpha=0.3)
-        a.legend(fontsize=11, frameon=False, loc="lower right")
+        a.legend(fontsize=9, frameon=False, loc="lower right")
     return fig
 
 

@@ -17,10 +17,12 @@ from matplotlib.patches import FancyBboxPatch
 
 from ..drawing.dataflow_plot import _arrow, fmt_bytes
 from ..drawing.palette import ROLES
+from ..drawing.sizes import CELL_IN, MIN_PT
 from .search import Search
 
-FONT = 11  # box text; readable from the back row at the figure's 12 inches
-SMALL = 10  # edge labels
+FONT = MIN_PT + 0.5  # box text: >= 10 px in a 590-px notebook cell (pslab.drawing.sizes)
+SMALL = MIN_PT  # edge labels
+HEIGHT_IN = 5.4  # the diagram's height at a cell's width
 
 
 class Flow(NamedTuple):
@@ -73,10 +75,10 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
     """The three tiers of figure 003 with every edge labelled from `result`."""
     found = flows(result)
     if ax is None:
-        ax = Figure(figsize=(13, 6.6), layout="constrained").add_subplot()
+        ax = Figure(figsize=(CELL_IN, HEIGHT_IN), layout="constrained").add_subplot()
     ax.set_axis_off()
     ax.set_xlim(0, 13)
-    ax.set_ylim(-0.2, 6.6)
+    ax.set_ylim(-0.2, 6.9)
     y_srv, y_ctl, y_kid = 5.7, 3.3, 0.6
     servers = shown(result.servers, 4)
     xs = np.linspace(3.0, 10.0, len(servers))
@@ -84,13 +86,14 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
         if s is None:
             ax.text(x, y_srv, "···", ha="center", va="center", fontsize=16)
         else:
-            _box(ax, x, y_srv, 1.7, 0.8, "server",
+            _box(ax, x, y_srv, 2.2, 0.8, "server",
                  f"Server {s + 1}\n{_plural(result.layout.keys(s), 'key')} of Θ")
     ax.add_patch(FancyBboxPatch((2.0, y_srv - 0.55), 9.0, 1.1, boxstyle="round,pad=0.02",
                                 fill=False, linestyle="--", edgecolor="0.4"))
     mode = "async" if result.config["mode"] == "async" else "sync rounds"
-    ax.text(11.15, y_srv, f"S = {result.servers} shards\nhold Θ ({result.layout.size} keys)"
-            f"\n{len(result.history)} updates ({mode})", ha="left", va="center", fontsize=SMALL)
+    # over the servers' box, not beside it: the diagram keeps a cell's width
+    ax.text(6.5, y_srv + 0.62, f"S = {result.servers} shards hold Θ ({result.layout.size} keys): "
+            f"{len(result.history)} updates ({mode})", ha="center", va="bottom", fontsize=SMALL)
     ctl = shown(result.controllers)
     pitch = 13 / len(ctl)
     for i, k in enumerate(ctl):
@@ -105,13 +108,13 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
                dashed=True)
         _arrow(ax, (cx - 0.15, y_ctl + 0.42), (dock - 0.15, y_srv - 0.57), ROLES["gradient"])
         mid = ((dock + cx) / 2, (y_srv + y_ctl) / 2)
-        ax.text(mid[0] + 0.45, mid[1] + 0.1, f"{f.pulls} pulls of Θ\n{fmt_bytes(f.pull_bytes)}",
+        ax.text(mid[0] + 0.4, mid[1] + 0.1, f"{f.pulls} pulls\nof Θ\n{fmt_bytes(f.pull_bytes)}",
                 ha="left", va="center", fontsize=SMALL, color=ROLES["weight"])
-        ax.text(mid[0] - 0.45, mid[1] - 0.1, f"{f.pushes} pushes of ∇Θ\nstale ≤ "
+        ax.text(mid[0] - 0.4, mid[1] - 0.1, f"{f.pushes} pushes\nof ∇Θ\nstale ≤ "
                 f"{f.max_staleness}", ha="right", va="center", fontsize=SMALL,
                 color=ROLES["gradient"])
         _children(ax, result, f, cx, pitch, y_ctl, y_kid)
-    ax.set_title(_title(result), fontsize=12)
+    ax.set_title(_title(result), fontsize=10)
     return ax.figure
 
 
@@ -148,7 +151,7 @@ def _title(result: Search) -> str:
         return head + f" (timing only): makespan {result.makespan:.0f} s"
     best = result.best[0]
     return (head + f"\n{len(result.samples)} children trained, mean R {result.curve[0]:.0%} "
-            f"(round 1) → {result.curve[-1]:.0%} (round {result.rounds}); best {best}")
+            f"(round 1) → {result.curve[-1]:.0%} (round {result.rounds})\nbest {best}")
 
 
 def plot_figure(result: Search) -> Figure:
@@ -156,8 +159,9 @@ def plot_figure(result: Search) -> Figure:
     from .tiers_plot import plot_tiers, rows
 
     n_rows = len(rows(result, min(result.controllers, 4)))
-    fig = Figure(figsize=(13, 6.6 + 0.3 * n_rows + 1.6), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[6.6, 0.3 * n_rows + 1.6])
+    tiers = 0.3 * n_rows + 2.2
+    fig = Figure(figsize=(CELL_IN, HEIGHT_IN + tiers), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[HEIGHT_IN, tiers])
     plot_hierarchy(result, top.add_subplot())
     plot_tiers(result, bottom.add_subplot(), replicas=min(result.controllers, 4))
     return fig

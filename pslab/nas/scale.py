@@ -14,6 +14,7 @@ from typing import Sequence
 from matplotlib.figure import Figure
 
 from ..cluster import Cluster
+from ..drawing.sizes import CELL_IN
 from .search import Search, search
 from .tiers_plot import server_busy
 
@@ -51,23 +52,23 @@ def format_sweep(results: Sequence[Search]) -> str:
 
 def plot_sweep(results: Sequence[Search], floor: float | None = None) -> Figure:
     """Makespan and the busiest shard's load against S."""
-    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    fig = Figure(figsize=(CELL_IN, 3.8), layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
     s = [r.servers for r in results]
     ax.plot(s, [r.makespan for r in results], "o-", color="#C0392B", lw=2, label="makespan")
     if floor is not None:
         ax.axhline(floor, color="0.4", ls="--", lw=1.2, label="free network (children only)")
-    ax.set_xlabel("parameter-server shards S", fontsize=12)
-    ax.set_ylabel("virtual seconds", fontsize=12)
-    ax.set_title(f"K = {results[0].controllers}, m = {results[0].children}, "
-                 f"{results[0].rounds} rounds: time to finish", fontsize=12)
-    ax.legend(fontsize=11, frameon=False)
+    ax.set_xlabel("parameter-server shards S", fontsize=10)
+    ax.set_ylabel("virtual seconds", fontsize=10)
+    ax.set_title(f"time to finish\n(K = {results[0].controllers}, m = {results[0].children}, "
+                 f"{results[0].rounds} rounds)", fontsize=10)
+    ax.legend(fontsize=9, frameon=False)
     ax2.plot(s, [100 * server_busy(r) for r in results], "s-", color="#2E5FA8", lw=2)
     ax2.set_ylim(0, 105)
-    ax2.set_xlabel("parameter-server shards S", fontsize=12)
-    ax2.set_ylabel("busiest shard busy (% of makespan)", fontsize=12)
-    ax2.set_title("the servers' load", fontsize=12)
+    ax2.set_xlabel("parameter-server shards S", fontsize=10)
+    ax2.set_ylabel("busiest shard busy\n(% of makespan)", fontsize=10)
+    ax2.set_title("the servers' load\n", fontsize=10)
     for a in (ax, ax2):
-        a.tick_params(labelsize=11)
+        a.tick_params(labelsize=9)
         a.grid(alpha=0.3)
     return fig

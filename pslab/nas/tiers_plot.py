@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..drawing.palette import PALETTES
+from ..drawing.sizes import CELL_IN, MIN_PT
 from .search import Search
 
 NAMES = {"fetch": "Θ pull", "push": "gradient push", "update": "update of Θ",
@@ -91,7 +92,7 @@ class TiersPlot:
         ax.set_ylim(len(table) - 0.5, -0.5)
         labels = [label for _, label, _ in table]
         if [t.get_text() for t in ax.get_yticklabels()] != labels:
-            ax.set_yticks(range(len(table)), labels, fontsize=11 if len(table) <= 30 else 7)
+            ax.set_yticks(range(len(table)), labels, fontsize=11 if len(table) <= 30 else MIN_PT)
         for artist in self.bands:
             artist.remove()
         self.bands = _tier_bands(ax, table)
@@ -109,9 +110,10 @@ def plot_tiers(result: Search, ax: Axes | None = None, replicas: int | None = No
                          f"(got {type(result).__name__})")
     n_rows = len(rows(result, replicas))
     if ax is None:
-        fig = Figure(figsize=(13, min(0.32 * n_rows + 1.8, 12)), layout="constrained")
+        fig = Figure(figsize=(CELL_IN, min(0.32 * n_rows + 2.4, 12)), layout="constrained")
         ax = fig.add_subplot()
-    TiersPlot(ax, legend_below=-0.13 if n_rows < 20 else -0.06).update(result, replicas, title)
+    TiersPlot(ax, legend_below=-0.13 if n_rows < 20 else -0.06, legend_rows=2).update(
+        result, replicas, title)
     return ax.figure
 
 
@@ -128,7 +130,7 @@ def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> list:
             continue
         if idx[0] > 0:
             out.append(ax.axhline(idx[0] - 0.5, color="0.35", linewidth=1.0))
-        size = max(6.0, min(11.0, len(idx) * row_pt / (0.65 * len(name))))
+        size = max(MIN_PT, min(11.0, len(idx) * row_pt / (0.65 * len(name))))
         # a fixed distance in points left of the axis: clear of the row labels at any width
         out.append(ax.annotate(name, (0, (idx[0] + idx[-1]) / 2),
                                xycoords=ax.get_yaxis_transform(), xytext=(-40, 0),
@@ -140,7 +142,7 @@ def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> list:
 def _caption(result: Search, n_rows: int) -> str:
     busy = server_busy(result)
     text = (f"{result.method}: S = {result.servers}, K = {result.controllers}, m = "
-            f"{result.children}, {result.rounds} rounds — makespan {result.makespan:.0f} s, "
+            f"{result.children}, {result.rounds} rounds\nmakespan {result.makespan:.0f} s, "
             f"busiest shard busy {busy:.0%} of the time")
     hidden = result.controllers - (n_rows - result.servers) // (1 + result.children)
     return text + (f"\n(first {result.controllers - hidden} of {result.controllers} replicas "

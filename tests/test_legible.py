@@ -1,0 +1,160 @@
+"""Every figure a notebook shows reads at >= 10 px in a 590-px cell (1024x768, file browser
+open): each is drawn by the very call its notebook cell makes, and its smallest text measured
+where JupyterLab shows it (tests/legible.py). A new figure cell in a notebook fails the
+completeness test until it is listed here."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+import pslab  # noqa: E402
+from pslab import nas, plot, processes, replay  # noqa: E402
+from pslab.classic import explore  # noqa: E402
+from pslab.notebook import widgets as pw  # noqa: E402
+
+from legible import DPI, READABLE_PX, texts  # noqa: E402
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+WIDGET = "application/vnd.jupyter.widget-view+json"  # dashboards: drawn in the browser
+
+
+def _processes_stand_in():
+    """Notebook 06's measured run, drawn by the same code: a simulated run labelled as
+    measured (its time axis says so), so this test needs no processes."""
+    sim = pslab.train("sync", workers=3, steps=10)
+    run = processes.scaled(sim, 0.02)
+    run.config = {**run.config, "backend": "processes"}
+    return sim, run
+
+
+def _straggler_pair():
+    straggler = pslab.Cluster(speeds=[1, 1, 0.25])
+    return [pslab.train(m, workers=3, steps=15, cluster=straggler, numerics=False)
+            for m in ("sync", "async")]
+
+
+# what each figure cell needs defined before it runs, as its notebook defines it
+SETUP = {
+    "run": lambda: pslab.train(mode="sync", workers=3, steps=20, seed=0),
+    "sync, asyn": replay.figure000,
+    "every, acc": replay.figure001,
+    "s": lambda: pw.PRESETS["default"],
+    "async8": lambda: pslab.train(**pw.PRESETS["default"].changed(mode="async").train_kwargs()),
+    "result": replay.figure003,
+    "found": lambda: nas.duels((0, 1, 2)),
+    "sweep": lambda: nas.sweep_servers((1, 2, 4, 8, 20)),
+}
+for i, name in enumerate(("bounded_delay", "softsync_staleness", "staleness_aware_lr",
+                          "async_staleness", "backup_workers", "d2l_transfers",
+                          "distbelief_scaling"), start=1):
+    SETUP[f"r{i}"] = (lambda n: lambda: getattr(pslab.classic, n)())(name)
+
+# (notebook, the cell's source) -> the names it reads from SETUP
+CELLS = {
+    ("00_start_here", "plot.plot_timeline(run)"): ["run"],
+    ("01_data_parallel", "plot.plot_dataflow(run)"): ["run002"],
+    ("01_data_parallel", "plot.plot_timeline(run)"): ["run002"],
+    ("02_sync_vs_async", 'plot.compare(sync, asyn, labels=("(a) synchronous", "(b) '
+                         'asynchronous"), stacked=True)'): ["sync, asyn"],
+    ("02_sync_vs_async", 's = pw.PRESETS["default"]\nsync8 = pslab.train(**s.changed(mode="sync")'
+                         '.train_kwargs())\nasync8 = pslab.train(**s.changed(mode="async")'
+                         '.train_kwargs())\nplot.plot_training([sync8, async8], labels=["sync", '
+                         '"async"])'): [],
+    ("02_sync_vs_async", "plot.plot_staleness(async8)"): ["async8"],
+    ("03_gradient_accumulation", 'plot.compare(every, acc, labels=("(a) update every step", '
+                                 '"(b) accumulate two steps"), palette="accumulation", '
+                                 'stacked=True)'): ["every, acc"],
+    ("04_nas_hierarchy", "nas.plot_figure(result)"): ["result"],
+    ("04_nas_hierarchy", "nas.plot_rewards(found)"): ["found"],
+    ("04_nas_hierarchy", "paper = nas.paper_scale(servers=1)\nnas.plot_tiers(paper, "
+                         "replicas=2)"): [],
+    ("04_nas_hierarchy", "nas.plot_sweep(sweep, floor=nas.lower_bound())"): ["sweep"],
+    **{("05_classic_results", f"r{i}.plot()"): [f"r{i}"] for i in range(1, 8)},
+    ("06_real_processes", 'plot.compare(processes.scaled(sim, 0.02), run, stacked=True,\n'
+                          '             labels=("simulated, virtual seconds x 0.02", '
+                          '"measured on 5 processes, seconds"))'): ["sim, run"],
+    ("06_real_processes", 'plot.compare(sync, asyn, labels=("sync, straggler G3", "async, '
+                          'straggler G3"), stacked=True)'): ["straggler"],
+    ("present", 'sync, asyn = replay.figure000()\nplot.compare(sync, asyn, labels=("(a) '
+                'synchronous", "(b) asynchronous"), stacked=True)'): [],
+    ("present", 'every, acc = replay.figure001()\nplot.compare(every, acc, labels=("(a) update '
+                'every step", "(b) accumulate two steps"), palette="accumulation", '
+                'stacked=True)'): [],
+    ("present", "plot.plot_dataflow(replay.figure002())"): [],
+}
+SETUP["run002"] = lambda: {"run": replay.figure002()}
+SETUP["sim, run"] = _processes_stand_in
+SETUP["straggler"] = lambda: dict(zip(("sync", "asyn"), _straggler_pair()))
+
+
+def figure_cells() -> set[tuple[str, str]]:
+    """(notebook, source) of every code cell whose saved output is a static picture."""
+    out = set()
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            kinds = {k for o in cell.get("outputs", []) for k in o.get("data", {})}
+            if cell["cell_type"] == "code" and "image/png" in kinds and WIDGET not in kinds:
+                out.add((path.stem, "".join(cell["source"])))
+    return out
+
+
+def test_every_figure_a_notebook_shows_is_listed_here():
+    missing = figure_cells() - set(CELLS)
+    assert not missing, f"figure cells this test does not draw: {sorted(missing)}"
+
+
+@pytest.fixture(scope="module")
+def namespace():
+    matplotlib.rcParams["figure.dpi"] = DPI  # as pw.setup() sets it
+    cache: dict = {}
+
+    def make(names: list[str]) -> dict:
+        ns = {"pslab": pslab, "plot": plot, "replay": replay, "nas": nas, "pw": pw,
+              "processes": processes}
+        for name in names:
+            if name not in cache:
+                cache[name] = SETUP[name]()
+            value = cache[name]
+            if isinstance(value, dict):
+                ns.update(value)
+            elif ", " in name:
+                ns.update(zip(name.split(", "), value))
+            else:
+                ns[name] = value
+        return ns
+    return make
+
+
+def _last_value(source: str, ns: dict):
+    *body, last = source.strip().splitlines()
+    head = "\n".join(body)
+    if last.startswith(" "):  # a call continued over lines: the whole cell is the expression
+        head, last = "", source
+    exec(head, ns)
+    return eval(last, ns)
+
+
+def _check(fig) -> None:
+    small = [(round(px, 2), text) for px, text in texts(fig) if px < READABLE_PX - 1e-6]
+    assert not small, f"text under {READABLE_PX} px in a 590-px cell: {small[:5]}"
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS), ids=lambda c: f"{c[0]}:{c[1][:40]}")
+def test_notebook_figure_reads_at_10_px_in_a_590_px_cell(cell, namespace):
+    _check(_last_value(cell[1], namespace(CELLS[cell])))
+
+
+@pytest.mark.parametrize("draw", [lambda: explore.delay_timeline(0),
+                                  lambda: explore.delay_timeline(16),
+                                  lambda: explore.backup_timeline(2),
+                                  lambda: explore.lr_rule("fixed lr", 0.5),
+                                  lambda: explore.lr_rule("lr/τ", 0.01)],
+                         ids=["delay 0", "delay 16", "backup 2", "lr fixed 0.5", "lr rule 0.01"])
+def test_notebook_05_explore_widgets_read_at_10_px(draw, namespace):
+    namespace([])  # the dpi pw.setup() sets
+    _check(draw())
