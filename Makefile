@@ -44,8 +44,10 @@ lab: install
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir="$(CURDIR)" \
 	  --LabApp.default_url=/lab/tree/$(START) $(ROOT_FLAG) $(LAB_ARGS)
 
-# Presenter view: each figure's dashboard and replay as an app, no code, no quiz cells.
+# Presenter view: each figure's dashboard and replay as an app, no code, no quiz cells;
+# trusted first, as `make lab` does (no "not trusted" warning).
 present: install
+	$(VENV)/bin/jupyter trust notebooks/present.ipynb
 	$(VENV)/bin/voila notebooks/present.ipynb $(LAB_ARGS)
 
 # Each dashboard at 1024x768 with the file browser open, as the browser test sees it.

@@ -40,8 +40,8 @@ def delay_timeline(tau: int = 0, workers: int = 4, steps: int = 12) -> Figure:
     """SSP(τ) on Li et al.'s cluster: the white waiting blocks shrink as τ grows."""
     run = train(mode=SSP(tau), workers=workers, steps=steps, shards=4, batch=16,
                 numerics=False, cluster=Cluster(**BOUNDED_DELAY))
-    return _timeline(run, f"bounded delay τ = {tau}: workers wait {waiting(run):.1%} of "
-                          f"their time, makespan {run.makespan:.1f} s")
+    return _timeline(run, f"τ = {tau}, {workers} workers × {steps} steps: they wait "
+                          f"{waiting(run):.1%} of their time, makespan {run.makespan:.1f} s")
 
 
 def backup_timeline(b: int = 0, n: int = 4, steps: int = 8) -> Figure:

@@ -60,7 +60,7 @@ def legend_label(kind: str, palette: str) -> str:
 def title_text(run: Run, label: str | None = None, column: bool = False) -> str:
     """'label' over 'makespan …, idle … (…%), … updates': the numbers the seeds are about.
     column: split the idle time as figure 001 draws it, white waits + the gradient-sync column."""
-    diverged = " — DIVERGED (see run.divergence)" if run.diverged else ""
+    diverged = " — DIVERGED (the loss blew up: see the loss curve)" if run.diverged else ""
     return f"{label or run.mode}{diverged}\n{numbers_line(run, column)}"
 
 
