@@ -6,7 +6,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := texlive-latex-base texlive-latex-recommended texlive-latex-extra \
-                texlive-pictures dvisvgm chromium chromium-driver
+                texlive-pictures dvisvgm poppler-utils chromium chromium-driver
 NBVAL := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout 300
 
 START := notebooks/00_start_here.ipynb

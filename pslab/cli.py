@@ -87,7 +87,7 @@ def demo(workers: int = 4, steps: int = 30, target: float = 0.8) -> tuple[Run, R
     cluster = Cluster(speeds=[0.5] + [1.0] * (workers - 1), jitter=0.1)
     runs = tuple(train(mode=m, workers=workers, steps=steps, cluster=cluster, seed=0)
                  for m in ("sync", "async"))
-    print(f"{workers} workers (G1 at half speed), {steps} steps each, same seed and data:")
+    print(f"{workers} workers (G0 at half speed), {steps} steps each, same seed and data:")
     print(f"{'mode':>6} {'makespan':>9} {'idle':>6} {'updates':>8} {'updates/s':>9} "
           f"{'max stale':>9} {'test acc':>9} {f'to {target:.0%}':>8}")
     for r in runs:

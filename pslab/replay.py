@@ -1,7 +1,7 @@
 """The seed figures replayed, each in one call: exact timing tables, fixed seeds.
 
-- `figure000()`: three processors, G1 the straggler (half speed), sync vs async. In async the
-  server applies G2's and G3's pushes first and G1's last, two versions stale.
+- `figure000()`: three processors, G0 the straggler (half speed), sync vs async. In async the
+  server applies G1's and G2's pushes first and G0's last, two versions stale.
 - `figure001()`: four GPUs with the compute durations the figure draws, "update every step"
   vs "accumulate two steps, then update" (one gradient sync block of `sync_time`).
 - `figure002()`: three data-parallel workers on a parameter server, for the data-flow diagram.
@@ -18,10 +18,10 @@ from .run import Run, train
 if TYPE_CHECKING:  # pslab.nas loads on first use
     from .nas import Search
 
-# Figure 001's blocks, GPU1..GPU4 x (step 1, step 2), in units of 1.2em of the seed's TikZ.
+# Figure 001's blocks, GPU0..GPU3 x (step 1, step 2), in units of 1.2em of the seed's TikZ.
 FIGURE001_DURATIONS = [[2.8, 3.7], [4.0, 2.8], [3.2, 3.2], [3.0, 4.0]]
 
-# Figure 000: minibatch 1 on G1 is twice as long as minibatches 2 and 3 (the straggler); F and
+# Figure 000: minibatch 0 on G0 is twice as long as minibatches 1 and 2 (the straggler); F and
 # P are short next to a minibatch, and the server's Update is visible but shorter than a push
 # round. Zero bandwidth cost keeps F and P the same width on both shards, as drawn.
 FIGURE000_CLUSTER = dict(compute_time=3.0, speeds=[0.5, 1.0, 1.0], latency=0.25,

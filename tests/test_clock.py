@@ -6,7 +6,7 @@ import torch
 
 import pslab
 
-# Figure 001's table: compute durations of GPU1..GPU4, step 1 and step 2.
+# Figure 001's table: compute durations of GPU0..GPU3, step 1 and step 2.
 TABLE = [[2.8, 3.7], [4.0, 2.8], [3.2, 3.2], [3.0, 4.0]]
 
 

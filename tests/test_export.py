@@ -37,7 +37,7 @@ def test_standalone_with_the_shared_style():
     assert style_preamble() in doc  # the colours of figures/, inlined: compiles on its own
     assert {p for p, *_ in rectangles(doc)} == {"acc"}
     assert doc.count("{sync};") == 3  # two syncs, then one
-    assert "GPU4" in doc and "S1" not in doc  # figure 001 has no server rows
+    assert "GPU3" in doc and "S0" not in doc  # figure 001 has no server rows
 
 
 def test_writes_to_path(tmp_path):

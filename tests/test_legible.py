@@ -78,8 +78,8 @@ CELLS = {
     ("06_real_processes", 'plot.compare(processes.scaled(sim, 0.02), run, stacked=True,\n'
                           '             labels=("simulated, virtual seconds x 0.02", '
                           '"measured on 5 processes, seconds"))'): ["sim, run"],
-    ("06_real_processes", 'plot.compare(sync, asyn, labels=("sync, straggler G3", "async, '
-                          'straggler G3"), stacked=True)'): ["straggler"],
+    ("06_real_processes", 'plot.compare(sync, asyn, labels=("sync, straggler G2", "async, '
+                          'straggler G2"), stacked=True)'): ["straggler"],
     ("present", 'sync, asyn = replay.figure000()\nplot.compare(sync, asyn, labels=("(a) '
                 'synchronous", "(b) asynchronous"), stacked=True)'): [],
     ("present", 'every, acc = replay.figure001()\nplot.compare(every, acc, labels=("(a) update '

@@ -167,6 +167,6 @@ def test_allreduce_timeline_draws_with_the_same_plots():
                       cluster=pslab.Cluster(speeds=[1.0, 0.5, 1.0]))
     fig = plot_timeline(run)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert labels == ["G1", "G2", "G3"]  # no server rows: there is no server
+    assert labels == ["G0", "G1", "G2"]  # no server rows: there is no server
     assert run.barrier_time > 0 and run.queue_time == 0.0  # the fast wait for G2, no queue
     assert "\\draw" in tikz(run)

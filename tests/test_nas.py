@@ -182,7 +182,7 @@ def test_best_lists_distinct_architectures_best_first():
 
 
 def test_each_child_replica_has_its_own_speed():
-    speeds = [1.0, 0.5, 1.0, 1.0]  # K=2 x m=2 child replicas; C1.2 computes at half speed
+    speeds = [1.0, 0.5, 1.0, 1.0]  # K=2 x m=2 child replicas; C0.1 computes at half speed
     cluster = pslab.Cluster(compute_time=0.01, speeds=speeds, latency=0.0,
                             bandwidth=float("inf"), update_time=0.0)
     r = pslab.nas.search(controllers=2, children=2, rounds=3, cluster=cluster, numerics=False)

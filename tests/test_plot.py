@@ -68,7 +68,7 @@ def test_timeline_bars_are_the_spans_of_the_run(fig000, which):
     # every kind the run has is drawn (the replay has them all), and nothing else is
     assert sum(len(plot.bars(k)) for k in pslab.KINDS) == sum(
         1 for s in run.timeline if s.end > s.start)
-    assert plot.rows == ["G1", "G2", "G3", "S1 {$W_o$, $b_o$}", "S2 {$W_h$, $b_h$}"]
+    assert plot.rows == ["G0", "G1", "G2", "S0 {$W_o$, $b_o$}", "S1 {$W_h$, $b_h$}"]
 
 
 @pytest.mark.parametrize("name", ["ps", "accumulation"])
@@ -97,7 +97,7 @@ def test_column_mode_draws_the_sync_across_all_gpus(fig001):
     every, _ = fig001
     plot = TimelinePlot(fresh_ax(), palette="accumulation")
     plot.update(every)
-    assert plot.rows == ["GPU1", "GPU2", "GPU3", "GPU4"]  # no server rows, as in figure 001
+    assert plot.rows == ["GPU0", "GPU1", "GPU2", "GPU3"]  # no server rows, as in figure 001
     same_boxes(plot.bars("update"), expected_boxes(every, "update", column=True, height=1.0))
     same_boxes(plot.bars("update"), [(4.0, 5.0, -0.5, 3.5), (9.0, 10.0, -0.5, 3.5)])
     # the title splits the idle time as the figure draws it: white waits + the sync column
@@ -187,7 +187,7 @@ def test_dataflow_edges_carry_what_flowed():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts.count("10 batches\n80 rows") == 3
     assert sum("5 pushes" in t for t in texts) == 3 and sum("5 pulls" in t for t in texts) == 3
-    assert "Worker 3\n(GPU3)" in texts
+    assert "Worker 2\n(GPU2)" in texts
 
 
 def test_timeline_update_moves_the_same_artists_for_a_slider():

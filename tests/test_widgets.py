@@ -48,11 +48,11 @@ def test_controls_cover_the_issue_ranges(dash):
 
 
 def test_workers_slider_3_to_5_redraws_the_timeline(dash):
-    assert dash.run.workers == 3 and worker_rows(dash) == ["G1", "G2", "G3"]
+    assert dash.run.workers == 3 and worker_rows(dash) == ["G0", "G1", "G2"]
     before = dash.images["timeline"].value
     dash.controls["workers"].value = 5
     assert dash.run.workers == 5
-    assert worker_rows(dash) == ["G1", "G2", "G3", "G4", "G5"]
+    assert worker_rows(dash) == ["G0", "G1", "G2", "G3", "G4"]
     assert {s.worker for s in dash.run.timeline if s.worker is not None} == set(range(5))
     assert dash.images["timeline"].value != before
     # the PNG really has the new size of plot: more rows of blocks

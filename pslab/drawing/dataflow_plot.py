@@ -77,7 +77,7 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
         ax = Figure(figsize=(CELL_IN, max(4.0, 1.3 * n + 1.4)), layout="constrained").add_subplot()
     ax.set_axis_off()
     height = max(n * 1.4, 3.0)
-    ys = [height / 2 - (i + 0.5) * height / n for i in range(n)]  # worker 1 on top
+    ys = [height / 2 - (i + 0.5) * height / n for i in range(n)]  # worker 0 on top
     data_x, work_x, ps_left, ps_right = 0.9, 4.3, 8.0, 10.0
     ax.set_xlim(-0.1, 10.1)
     ax.set_ylim(-height / 2 - 0.1, height / 2 + 0.1)
@@ -95,11 +95,11 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     for s, (names, nbytes) in enumerate(zip(run.shards, run.shard_bytes)):
         y = top - 0.75 - s * (top - bottom - 0.6) / max(len(run.shards), 1)
         inside = ", ".join(f"${p}$" for p in names)
-        ax.text((ps_left + ps_right) / 2, y, f"shard {s + 1}: {{{inside}}}\n{fmt_bytes(nbytes)}",
+        ax.text((ps_left + ps_right) / 2, y, f"shard {s}: {{{inside}}}\n{fmt_bytes(nbytes)}",
                 ha="center", va="top", fontsize=MIN_PT,
                 bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="0.3"))
     for f, y in zip(found, ys):
-        _box(ax, work_x, y, 1.5, 0.75, "worker", f"Worker {f.worker + 1}\n(GPU{f.worker + 1})")
+        _box(ax, work_x, y, 1.5, 0.75, "worker", f"Worker {f.worker}\n(GPU{f.worker})")
         x0, x1 = data_x + 0.87, work_x - 0.77
         _arrow(ax, (x0, 0), (x1, y), "0.35")
         # the label's corner touches the arrow at 60 % of its length, the text on the outer side

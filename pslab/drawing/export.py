@@ -33,7 +33,7 @@ def _num(x: float) -> str:
 
 def _shard_label(run: Run, s: int) -> str:
     names = ", ".join(f"${n}$" for n in run.shards[s]) if s < len(run.shards) else ""
-    head = "server" if len(run.shard_bytes) == 1 else f"S{s + 1}"
+    head = "server" if len(run.shard_bytes) == 1 else f"S{s}"
     return f"{head} \\{{{names}\\}}"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pslab.palette import KINDS, LABELS, PALETTES, ROLE_LABELS, ROLES, TEX_PREFIX, tex_colour_name
 
-FIGURES_DIR = Path(__file__).resolve().parents[1] / "figures"
+FIGURES_DIR = Path(__file__).resolve().parents[2] / "figures"  # the repository's figures/
 STYLE_FILE = FIGURES_DIR / "pslab-style.tex"
 _SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {"~": r"\textasciitilde{}", "^": r"\^{}"}
 

@@ -32,8 +32,9 @@ TEXT_PT = 9  # block labels; rows, legend and titles are larger (a projector's b
 
 
 def worker_label(w: int, palette: str = "ps") -> str:
-    """'G1' as in figure 000, 'GPU1' as in figure 001."""
-    return f"{'GPU' if palette == 'accumulation' else 'G'}{w + 1}"
+    """'G0' as in figure 000, 'GPU0' as in figure 001: numbered from 0, as the ranks a
+    student passes (`kill={1: 5}`, `speeds[2]`, `Span.worker`) are."""
+    return f"{'GPU' if palette == 'accumulation' else 'G'}{w}"
 
 
 def shard_label(run: Run, s: int) -> str:
@@ -41,7 +42,7 @@ def shard_label(run: Run, s: int) -> str:
     if len(names) > 2:  # a key range across layers: its ends keep the row label short
         names = [names[0], "…", names[-1]]
     inside = ", ".join(n if n == "…" else f"${n}$" for n in names)  # W_o: W, subscript o
-    return f"server {{{inside}}}" if len(run.shards) == 1 else f"S{s + 1} {{{inside}}}"
+    return f"server {{{inside}}}" if len(run.shards) == 1 else f"S{s} {{{inside}}}"
 
 
 def legend_handles(palette: str = "ps") -> list[Patch]:
@@ -107,7 +108,7 @@ class TimelinePlot:
         self.end_line = ax.axvline(0, color="0.3", linestyle="--", linewidth=0.8, zorder=5)
         self.title = ax.set_title("", fontsize=10)
         ax.set_xlabel("virtual time (s)")
-        ax.invert_yaxis()  # G1 on top, as in the seeds
+        ax.invert_yaxis()  # G0 on top, as in the seeds
         ax.tick_params(axis="y", length=0)
         if ax.yaxis.get_major_ticks()[0].label1.get_fontsize() < 10:  # rows a class can read
             ax.tick_params(axis="y", labelsize=10)

@@ -87,7 +87,7 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
             ax.text(x, y_srv, "···", ha="center", va="center", fontsize=16)
         else:
             _box(ax, x, y_srv, 2.2, 0.8, "server",
-                 f"Server {s + 1}\n{_plural(result.layout.keys(s), 'key')} of Θ")
+                 f"Server {s}\n{_plural(result.layout.keys(s), 'key')} of Θ")
     ax.add_patch(FancyBboxPatch((2.0, y_srv - 0.55), 9.0, 1.1, boxstyle="round,pad=0.02",
                                 fill=False, linestyle="--", edgecolor="0.4"))
     mode = "async" if result.config["mode"] == "async" else "sync rounds"
@@ -102,7 +102,7 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
             ax.text(cx, y_ctl, "···", ha="center", va="center", fontsize=16)
             continue
         f = found[k]
-        _box(ax, cx, y_ctl, 2.3, 0.8, "controller", f"Controller {k + 1}\n{f.pushes} gradients")
+        _box(ax, cx, y_ctl, 2.3, 0.8, "controller", f"Controller {k}\n{f.pushes} gradients")
         dock = 2.2 + 8.6 * (i + 0.5) / len(ctl)  # where its arrows meet the servers' box
         _arrow(ax, (dock + 0.15, y_srv - 0.57), (cx + 0.15, y_ctl + 0.42), ROLES["weight"],
                dashed=True)
@@ -129,7 +129,7 @@ def _children(ax: Axes, result: Search, f: Flow, cx: float, pitch: float, y_ctl:
             continue
         acc = f.mean_accuracy[j]
         r_text = "R = –" if np.isnan(acc) else f"R̄ = {acc:.0%}"
-        _box(ax, x, y_kid, width, 0.8, "child", f"Child {j + 1}\n{r_text}")
+        _box(ax, x, y_kid, width, 0.8, "child", f"Child {j}\n{r_text}")
         dock = cx + (x - cx) * 0.3
         # an architecture down (the child's blue, darker), its accuracy R back up (black)
         _arrow(ax, (dock - 0.08, y_ctl - 0.42), (x - 0.08, y_kid + 0.42), "#3D6F99")

@@ -129,11 +129,12 @@ class Search:
         return "controllers" if span.worker < self.controllers else "children"
 
     def row_label(self, worker: int) -> str:
-        """'C2' for controller replica 2, 'C2.1' for its first child (1-based, as in 003)."""
+        """'C2' for controller replica 2, 'C2.0' for its first child: numbered from 0, as the
+        ranks and the `speeds` a student passes are (and pslab's workers: G0, G1, ...)."""
         if worker < self.controllers:
-            return f"C{worker + 1}"
+            return f"C{worker}"
         k, j = divmod(worker - self.controllers, self.children)
-        return f"C{k + 1}.{j + 1}"
+        return f"C{k}.{j}"
 
     def parameters(self) -> Params:
         """The final Θ by name (the initial Θ for timing-only runs and random search)."""
@@ -150,7 +151,7 @@ class Search:
         """The first updates of Θ as a text table: who pushed, when, how stale."""
         from ..notebook.widgets import table  # the plain-text table helper of the notebooks
 
-        rows = [(f"{u.time:.2f}", "all" if u.controller is None else f"C{u.controller + 1}",
+        rows = [(f"{u.time:.2f}", "all" if u.controller is None else f"C{u.controller}",
                  u.round + 1, u.version, u.staleness, f"{u.reward:.1%}")
                 for u in self.history[:first]]
         return table(rows, ("time (s)", "from", "round", "version", "staleness",

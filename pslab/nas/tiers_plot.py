@@ -26,7 +26,7 @@ HEIGHT = 0.8
 def rows(result: Search, replicas: int | None = None) -> list[tuple[str, str, int]]:
     """(tier, label, key) top to bottom; key is the shard for servers, else `Span.worker`."""
     shown = result.controllers if replicas is None else min(replicas, result.controllers)
-    out = [("servers", f"S{s + 1}", s) for s in range(result.servers)]
+    out = [("servers", f"S{s}", s) for s in range(result.servers)]
     out += [("controllers", result.row_label(k), k) for k in range(shown)]
     m = result.children
     out += [("children", result.row_label(result.controllers + k * m + j),

@@ -17,7 +17,7 @@ from ..modes import SSP
 
 MODES = ("sync", "async", "SSP")
 RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 8)}
-SLOWDOWN = (1.0, 4.0)  # how many times slower G1 may be
+SLOWDOWN = (1.0, 4.0)  # how many times slower G0 may be
 MAX_MINIBATCHES = 10**6
 
 
@@ -25,7 +25,7 @@ MAX_MINIBATCHES = 10**6
 class Settings:
     """What a dashboard shows. The first eight are on controls; the rest come from a preset.
 
-    slowdown: how many times slower worker 1 (G1, the straggler of figure 000) computes.
+    slowdown: how many times slower worker 0 (G0, the straggler of figure 000) computes.
     bandwidth: bytes per second of each server shard's link. ssp: the s of SSP(s) (mode "SSP").
     minibatches: when set, the work is fixed instead of the steps: each worker computes this
     many minibatches, so a run has minibatches / accumulate steps (figure 001: accumulating
@@ -128,7 +128,7 @@ def _speeds_code(s: Settings) -> str:
 PRESETS: dict[str, Settings] = {
     # A general lab: 8 workers x 30 steps is the size the latency goal is stated for.
     "default": Settings(),
-    # 000: three processors, G1 at half speed, F and P short, a visible server Update.
+    # 000: three processors, G0 at half speed, F and P short, a visible server Update.
     "000": Settings(workers=3, mode="async", slowdown=2.0, steps=12, compute_time=3.0,
                     jitter=0.0, latency=0.25, bandwidth=1e8, update_time=1.0),
     # 001: four GPUs, uneven forward/backward blocks, one gradient sync; accumulate two steps.

@@ -183,7 +183,7 @@ def _dp_rows() -> Truth:
     run = replay.figure002()
     f = flows(run)[0]
     cfg = run.config
-    return Truth(f.rows, f"worker 1 reads one minibatch of {cfg['batch']} rows per step, for "
+    return Truth(f.rows, f"worker 0 reads one minibatch of {cfg['batch']} rows per step, for "
                  f"{cfg['steps']} steps: {f.minibatches} x {cfg['batch']} = {f.rows} rows. All "
                  f"{run.workers} workers together read {sum(x.rows for x in flows(run))} rows: "
                  f"each step is one global batch of {run.workers * cfg['batch']} rows, cut in "
@@ -220,9 +220,9 @@ def _ps_finish() -> Truth:
     ms, ma = sync.makespan, asyn.makespan
     verdict = "same" if math.isclose(ms, ma, rel_tol=1e-9) else ("async" if ma < ms else "sync")
     g1 = sum(s.duration for s in asyn.timeline if s.worker == 0 and s.kind == "compute")
-    return Truth(verdict, f"makespan sync {ms:.2f} s, async {ma:.2f} s. Both end when G1, the "
+    return Truth(verdict, f"makespan sync {ms:.2f} s, async {ma:.2f} s. Both end when G0, the "
                  f"straggler, has computed its two minibatches ({g1:.1f} s of compute) and "
-                 f"pushed them: no mode makes G1 faster. What async buys is updates and less "
+                 f"pushed them: no mode makes G0 faster. What async buys is updates and less "
                  f"waiting: {asyn.updates} updates instead of {sync.updates}, idle "
                  f"{asyn.idle_fraction:.1%} of GPU time instead of {sync.idle_fraction:.1%}.")
 
@@ -230,10 +230,10 @@ def _ps_finish() -> Truth:
 def _ps_stale() -> Truth:
     _, asyn = replay.figure000()
     rec = next(r for r in asyn.history if r.worker == 0 and r.step == 0)
-    before = [f"G{r.worker + 1}" for r in asyn.history if r.version < rec.version]
-    return Truth(rec.staleness, f"G1 fetched version 0 and computed on it; by the time its "
+    before = [f"G{r.worker}" for r in asyn.history if r.version < rec.version]
+    return Truth(rec.staleness, f"G0 fetched version 0 and computed on it; by the time its "
                  f"push is applied (t = {rec.time:.2f} s) the server has already applied "
-                 f"{' and '.join(before)}'s pushes, so G1's gradient is {rec.staleness} "
+                 f"{' and '.join(before)}'s pushes, so G0's gradient is {rec.staleness} "
                  f"versions behind (run.history[{rec.version - 1}].staleness).")
 
 
@@ -263,7 +263,7 @@ def _ps_ssp() -> Truth:
                else "lower" if m_ssp < m_async else "higher")
     return Truth(verdict, f"mean staleness {m_ssp:.2f} versions under SSP(1), {m_async:.2f} "
                  f"under async: SSP(1) lets no worker start step t+2 before every worker has "
-                 f"pushed step t, so the fast workers wait for G1 instead of running ahead "
+                 f"pushed step t, so the fast workers wait for G0 instead of running ahead "
                  f"(idle {ssp.idle_fraction:.1%} vs {asyn.idle_fraction:.1%} of GPU time). The "
                  f"bound is on steps, not versions: with {s.workers} workers pushing, one step "
                  f"is already up to {s.workers} versions, and single updates can still be "
@@ -274,7 +274,7 @@ def _acc_idle() -> Truth:
     every, _ = replay.figure001(sync_time=0.0)
     d = np.array(replay.FIGURE001_DURATIONS)
     waits = [(d[:, k].max() - d[:, k]) for k in range(d.shape[1])]
-    detail = "; ".join(f"in step {k + 1} the slowest block is {d[:, k].max():g} s, so GPU1-4 "
+    detail = "; ".join(f"in step {k + 1} the slowest block is {d[:, k].max():g} s, so GPU0-3 "
                        f"wait " + " + ".join(f"{w:.1f}" for w in waits[k]) + " s"
                        for k in range(len(waits)))
     return Truth(round(every.idle_time, 6), f"every step ends with a sync that waits for the "
@@ -314,7 +314,7 @@ QUESTIONS: dict[str, Callable[[], Question]] = {
         hint="what does the server do with each push in async mode?"),
     "002.rows": lambda: Question(
         "002.rows", "In the replay of figure 002 (3 workers, batch 32, 20 steps), how many "
-        "training rows does worker 1 read?", _dp_rows, kind="number", unit="rows",
+        "training rows does worker 0 read?", _dp_rows, kind="number", unit="rows",
         hint="one minibatch per step, per worker."),
     "002.double": lambda: Question(
         "002.double", "Double the workers of figure 002 from 3 to 6, same batch and steps. "
@@ -327,17 +327,17 @@ QUESTIONS: dict[str, Callable[[], Question]] = {
         "does one worker push per step, over all shards?", _dp_bytes, kind="number",
         unit="bytes", hint="count the parameters; a float32 is 4 bytes."),
     "000.finish": lambda: Question(
-        "000.finish", "Replay figure 000 (G1 computes at half speed, 2 steps each). Which mode "
+        "000.finish", "Replay figure 000 (G0 computes at half speed, 2 steps each). Which mode "
         "finishes first?", _ps_finish, choices=("sync", "async", "same"),
         aliases={"synchronous": "sync", "asynchronous": "async", "both": "same",
                  "the same": "same", "equal": "same"},
         hint="who finishes last in each mode?"),
     "000.stale": lambda: Question(
-        "000.stale", "In the async replay of figure 000, how many versions behind is G1's "
+        "000.stale", "In the async replay of figure 000, how many versions behind is G0's "
         "first gradient when the server applies it?", _ps_stale, kind="number",
-        unit="versions", hint="which pushes reach the server before G1's?"),
+        unit="versions", hint="which pushes reach the server before G0's?"),
     "000.accuracy": lambda: Question(
-        "000.accuracy", "8 workers, G1 two times slower, lr 0.5, 30 steps each. Which mode "
+        "000.accuracy", "8 workers, G0 two times slower, lr 0.5, 30 steps each. Which mode "
         "reaches the higher test accuracy?", _ps_accuracy, choices=("sync", "async"),
         aliases={"synchronous": "sync", "asynchronous": "async"},
         hint="async makes more updates; on what weights is each one computed?"),
@@ -345,7 +345,7 @@ QUESTIONS: dict[str, Callable[[], Question]] = {
         "000.ssp", "Same set-up, SSP(1) instead of async. The mean staleness of the applied "
         "updates is...", _ps_ssp, choices=("lower", "the same", "higher"),
         aliases={"same": "the same", "less": "lower", "more": "higher"},
-        hint="what does SSP make a fast worker do when it is ahead of G1?"),
+        hint="what does SSP make a fast worker do when it is ahead of G0?"),
     "001.idle": lambda: Question(
         "001.idle", "Figure 001, updating after every step, with a free gradient sync: how "
         "many GPU-seconds are idle in total?", _acc_idle, kind="number", tolerance=0.05,

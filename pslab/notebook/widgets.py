@@ -87,7 +87,7 @@ HELP = {
     "mode": "sync: barrier, one averaged update; async: each push applied as it comes; "
             "SSP: async, but no worker more than s steps ahead of the slowest",
     "ssp": "the staleness bound s of SSP(s)",
-    "slowdown": "how many times slower G1 (the straggler of figure 000) computes",
+    "slowdown": "how many times slower G0 (the straggler of figure 000) computes",
     "shards": "server shards: each has its own link and updates in parallel",
     "bandwidth": "bytes per second of each shard's link",
 }
