@@ -58,8 +58,11 @@ screenshots: install system
 demo: install
 	$(PY) -m pslab demo
 
-figures: install
-	$(PY) -m pslab figures --out out/figures
+# Every picture README.md and the notebooks embed, re-made in place (docs/figures from the
+# replays, notebooks/img from the seeds in figures/); tests/test_docs_figures.py fails when a
+# committed one differs from what the code draws. Screenshots: `make screenshots`.
+figures: install system
+	$(PY) -m pslab figures --docs
 
 test: install system
 	$(PY) -m pytest -q tests $(NBVAL) notebooks

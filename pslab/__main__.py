@@ -1,4 +1,5 @@
-"""`python -m pslab figures --out DIR`: every replayed seed figure as PNG, SVG and TikZ.
+"""`python -m pslab figures --out DIR`: every replayed seed figure as PNG, SVG and TikZ
+(`--docs`: in place, the README's docs/figures and the notebooks' img/, as `make figures`).
 `python -m pslab demo`: a short sync-vs-async run, summarised in the terminal.
 
 The arguments are parsed and checked before anything heavy is imported (torch, matplotlib):
@@ -41,11 +42,24 @@ def main(argv: list[str] | None = None) -> None:
                             title="commands")
     fig = sub.add_parser("figures", help="write every replayed seed figure as PNG, SVG and "
                          "TikZ (headless, byte-stable)")
-    fig.add_argument("--out", default="figures-out", help="folder to write into")
+    where = fig.add_mutually_exclusive_group()
+    where.add_argument("--out", default="figures-out", help="folder to write into")
+    where.add_argument("--docs", action="store_true",
+                       help="re-make the pictures README.md and the notebooks embed, in place: "
+                            "docs/figures and notebooks/img (make figures)")
     sub.add_parser("demo", help="train sync and async on 4 workers with a straggler (seed 0) "
                    "and print their makespan, idle, updates, staleness and accuracy")
     args = ap.parse_args(argv)
-    if args.command == "figures":
+    if args.command == "figures" and args.docs:
+        from .cli import docs_figures
+
+        written, missing = docs_figures()
+        print(f"wrote {len(written)} files:")
+        for p in written:
+            print("  ", p)
+        if missing:
+            raise SystemExit(missing)
+    elif args.command == "figures":
         out = _writable_folder(ap, Path(args.out))
         from .cli import figures
 

@@ -22,8 +22,11 @@ from . import replay  # noqa: E402
 from .cluster import Cluster  # noqa: E402
 from .drawing.export import tikz  # noqa: E402
 from .drawing.plot import compare, plot_dataflow  # noqa: E402
+from .drawing.seeds import render_seeds, seeds_renderable  # noqa: E402
+from .drawing.tex import FIGURES_DIR  # noqa: E402
 from .run import Run, train  # noqa: E402
 
+DOCS_FIGURES = FIGURES_DIR.parent / "docs" / "figures"  # what README.md embeds
 FIGURE000_LABELS = ("(a) synchronous update", "(b) asynchronous update")
 FIGURE001_LABELS = ("(a) update every step", "(b) accumulate two steps, then update")
 
@@ -36,7 +39,7 @@ def _figure000() -> tuple[Figure, str]:
 
 def _figure001() -> tuple[Figure, str]:
     every, accumulated = replay.figure001()
-    return (compare(every, accumulated, FIGURE001_LABELS, palette="accumulation"),
+    return (compare(every, accumulated, FIGURE001_LABELS, palette="accumulation", stacked=True),
             tikz([every, accumulated], labels=FIGURE001_LABELS, palette="accumulation"))
 
 
@@ -61,7 +64,7 @@ def save(fig: Figure, path: Path) -> None:
     """PNG or SVG by suffix, byte-stable across runs (no dates, fixed SVG ids)."""
     with matplotlib.rc_context({"svg.hashsalt": "pslab"}):
         meta = {"Date": None} if path.suffix == ".svg" else {"Software": None}
-        fig.savefig(path, dpi=150, metadata=meta)
+        fig.savefig(path, dpi=150, metadata=meta, bbox_inches="tight")  # as notebooks crop
 
 
 def figures(out: Path) -> list[Path]:
@@ -75,6 +78,20 @@ def figures(out: Path) -> list[Path]:
         (out / f"{name}.tex").write_text(tex, encoding="utf-8")
         written.append(out / f"{name}.tex")
     return written
+
+
+def docs_figures() -> tuple[list[Path], str | None]:
+    """Re-make every picture README.md and the notebooks embed: docs/figures (the replays) and
+    notebooks/img (the seeds). Returns the paths written and, when the seeds could not be
+    rendered (no pdflatex or pdftoppm), why."""
+    if not DOCS_FIGURES.parent.is_dir():
+        raise FileNotFoundError(f"--docs writes into a source checkout's docs/figures; "
+                                f"{DOCS_FIGURES.parent} is not there (use --out DIR)")
+    written = figures(DOCS_FIGURES)
+    if not seeds_renderable():
+        return written, ("notebooks/img not re-rendered: it needs pdflatex and pdftoppm "
+                         "(make system)")
+    return written + render_seeds(), None
 
 
 def time_to(run: Run, accuracy: float) -> float:

@@ -108,9 +108,9 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
                dashed=True)
         _arrow(ax, (cx - 0.15, y_ctl + 0.42), (dock - 0.15, y_srv - 0.57), ROLES["gradient"])
         mid = ((dock + cx) / 2, (y_srv + y_ctl) / 2)
-        ax.text(mid[0] + 0.4, mid[1] + 0.1, f"{f.pulls} pulls\nof Θ\n{fmt_bytes(f.pull_bytes)}",
+        ax.text(mid[0] + 0.55, mid[1] + 0.1, f"{f.pulls} pulls\nof Θ\n{fmt_bytes(f.pull_bytes)}",
                 ha="left", va="center", fontsize=SMALL, color=ROLES["weight"])
-        ax.text(mid[0] - 0.4, mid[1] - 0.1, f"{f.pushes} pushes\nof ∇Θ\nstale ≤ "
+        ax.text(mid[0] - 0.55, mid[1] - 0.1, f"{f.pushes} pushes\nof ∇Θ\nstale ≤ "
                 f"{f.max_staleness}", ha="right", va="center", fontsize=SMALL,
                 color=ROLES["gradient"])
         _children(ax, result, f, cx, pitch, y_ctl, y_kid)
