@@ -42,3 +42,39 @@ def texts(fig: Figure, cell_px: int = CELL_PX) -> list[tuple[float, str]]:
         if t.get_text().strip() and shown(t):
             out.append((t.get_fontsize() * fig.dpi / 72 * scale, t.get_text()))
     return sorted(out)
+
+
+# ---- the hand-drawn seeds (figures/00?_*.tex), shown as PNGs in markdown cells -------------
+MARKDOWN_PX = 550  # a markdown cell's image width at 1024x768 with the file browser open
+SEED_DPI = 220  # pslab.drawing.seeds.DPI
+
+
+def pdf_words(pdf) -> tuple[float, list[tuple[float, float, float, float, str]]]:
+    """The page width and every word's box (x0, y0, x1, y1, text), in points (pdftotext)."""
+    import re
+    import subprocess
+
+    html = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True,
+                          text=True, check=True, timeout=60).stdout
+    width = float(re.search(r'<page width="([\d.]+)"', html)[1])
+    words = [(float(m[1]), float(m[2]), float(m[3]), float(m[4]), m[5]) for m in re.finditer(
+        r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>',
+        html)]
+    return width, words
+
+
+def _script(word, words) -> bool:
+    """A subscript or superscript: at most 3 characters, right against a taller word's end
+    (W_o's o, w_new's new). It reads with its base; every other word must read on its own."""
+    x0, y0, x1, y1, text = word
+    return len(text) <= 3 and any(abs(o[2] - x0) < 1.5 and o[3] - o[1] > y1 - y0
+                                  and o[1] < y1 and y0 < o[3] for o in words)
+
+
+def seed_texts(pdf) -> list[tuple[float, str]]:
+    """Every word of a seed as (pixels high where a markdown cell shows it, its text),
+    smallest first. A word's box is as high as its font's ascent to descent, about 0.9 of its
+    size in points; the PNG is SEED_DPI and shown at most MARKDOWN_PX wide."""
+    width, words = pdf_words(pdf)
+    scale = min(MARKDOWN_PX, width / 72 * SEED_DPI) / width  # px per point
+    return sorted(((w[3] - w[1]) * scale, w[4]) for w in words if not _script(w, words))

@@ -158,3 +158,24 @@ def test_notebook_figure_reads_at_10_px_in_a_590_px_cell(cell, namespace):
 def test_notebook_05_explore_widgets_read_at_10_px(draw, namespace):
     namespace([])  # the dpi pw.setup() sets
     _check(draw())
+
+
+def test_seed_figures_read_at_10_px_in_a_markdown_cell(tmp_path):
+    """The seeds at the top of notebooks 01-04 (notebooks/img). Notebook 00's map.png is their
+    thumbnails, two to a row: an index, not a figure to read; each is shown full size in its
+    own notebook."""
+    import shutil
+
+    from pslab.drawing.seeds import seeds_renderable
+    from pslab.drawing.tex import FIGURES_DIR, compile_tex
+
+    from legible import seed_texts
+
+    if not (seeds_renderable() and shutil.which("pdftotext")):
+        pytest.skip("pdflatex and poppler-utils are needed to measure the seeds (make system)")
+    small = {}
+    for tex in sorted(FIGURES_DIR.glob("00[0-9]_*.tex")):
+        words = seed_texts(compile_tex(tex, tmp_path, svg=False)["pdf"])
+        assert len(words) > 20, tex.name  # the measure sees the figure's text
+        small[tex.stem] = [(round(px, 1), t) for px, t in words if px < READABLE_PX]
+    assert not any(small.values()), {k: v[:5] for k, v in small.items() if v}
