@@ -228,3 +228,25 @@ def test_time_axis_says_whether_the_clock_was_virtual_or_measured():
     assert pslab.plot_timeline(run).axes[0].get_xlabel() == "virtual time (s)"
     measured = dataclasses.replace(run, config={**run.config, "backend": "processes"})
     assert "measured" in pslab.plot_timeline(measured).axes[0].get_xlabel()
+
+
+def test_column_title_says_sync_only_in_sync_mode():
+    from pslab.drawing.timeline_plot import numbers_line
+
+    every, _ = replay.figure001()
+    assert " in sync (" in numbers_line(every, column=True)
+    asyn = pslab.train("async", workers=4, steps=3, numerics=False,
+                       cluster=pslab.Cluster(update_time=1.0))
+    text = numbers_line(asyn, column=True)
+    assert "during server updates" in text and "in sync" not in text
+
+
+def test_staleness_axis_ticks_whole_versions_only():
+    sync = pslab.train("sync", workers=3, steps=3, numerics=False)
+    from pslab.drawing.training_plot import plot_staleness
+
+    ticks = list(plot_staleness(sync).axes[0].get_xticks())
+    assert ticks == [0]  # staleness 0 alone: one tick, not -0.6 ... 0.6
+    asyn = pslab.train("async", workers=4, steps=6, numerics=False)
+    ticks = plot_staleness(asyn).axes[0].get_xticks()
+    assert all(float(t).is_integer() and t >= 0 for t in ticks) and max(asyn.staleness) in ticks

@@ -70,7 +70,9 @@ def numbers_line(run: Run, column: bool = False) -> str:
     plural = "" if run.updates == 1 else "s"
     idle_time = run.idle_time
     wait = run.sync_wait if column else 0.0  # each walks the timeline: read them once
-    idle = f"{idle_time - wait:.2f} s + {wait:.2f} s in sync" if wait > 0 else f"{idle_time:.2f} s"
+    # the blue column is a gradient sync only in sync mode; elsewhere it is the server's updates
+    during = "in sync" if run.mode == "sync" else "during server updates"
+    idle = f"{idle_time - wait:.2f} s + {wait:.2f} s {during}" if wait > 0 else f"{idle_time:.2f} s"
     queue = run.queue_time  # idle noted "queue": not waiting for workers (pslab.timeline.NOTES)
     queued = f" of which {queue:.2f} s queued at shards" if queue > 0 else ""
     return (f"makespan {run.makespan:.2f} s, idle {idle} ({run.idle_fraction:.1%}){queued}, "
