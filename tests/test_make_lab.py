@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -114,3 +115,26 @@ def test_make_lab_serves_the_repository_root_on_the_start_notebook(user):
         shutil.rmtree(tmp, ignore_errors=True)
     with pytest.raises(OSError):  # stopped: nothing answers any more
         _get(f"http://127.0.0.1:{port}/api/status")
+
+
+def test_make_present_trusts_the_presenter_notebook_before_serving_it(tmp_path):
+    """`make present` signs notebooks/present.ipynb first, as `make lab` does its notebooks, so
+    Voila shows no "not trusted" warning: its recipe's trust line, run here with a fresh
+    Jupyter data folder, leaves the notebook's signature valid there."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    lines = subprocess.run(["make", "-n", "--no-print-directory", "present"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    trust = [i for i, line in enumerate(lines) if "jupyter trust" in line
+             and "notebooks/present.ipynb" in line]
+    serve = [i for i, line in enumerate(lines) if "voila" in line]
+    assert trust and serve and trust[0] < serve[0], lines
+    jupyter = shutil.which("jupyter", path=str(Path(sys.executable).parent))
+    if jupyter is None:
+        pytest.skip("jupyter is not installed beside this Python")
+    env = dict(os.environ, JUPYTER_DATA_DIR=str(tmp_path))
+    subprocess.run([jupyter, "trust", "notebooks/present.ipynb"], cwd=ROOT, env=env,
+                   check=True, capture_output=True, timeout=60)
+    nb = nbformat.read(ROOT / "notebooks" / "present.ipynb", as_version=4)
+    assert NotebookNotary(data_dir=str(tmp_path)).check_signature(nb)
