@@ -36,7 +36,7 @@ _LAZY = {
     "plot_timeline": ".drawing.plot", "plot_training": ".drawing.plot",
     # real processes, Chrome traces, checkpoints
     "processes": ".processes", "trace": ".drawing.trace", "chrome_trace": ".drawing.trace",
-    "Checkpoint": ".checkpoint", "resume": ".checkpoint",
+    "Checkpoint": ".checkpoint", "resume": ".run",
 }
 
 

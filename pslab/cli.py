@@ -20,6 +20,7 @@ from tqdm import tqdm  # noqa: E402
 
 from . import replay  # noqa: E402
 from .cluster import Cluster  # noqa: E402
+from .files import write_atomic  # noqa: E402
 from .drawing.export import tikz  # noqa: E402
 from .drawing.plot import compare, plot_dataflow  # noqa: E402
 from .drawing.seeds import render_seeds, seeds_renderable  # noqa: E402
@@ -75,7 +76,7 @@ def figures(out: Path) -> list[Path]:
         for suffix in (".svg", ".png"):  # SVG on the first draw: its clip ids depend on layout
             save(fig, out / f"{name}{suffix}")
             written.append(out / f"{name}{suffix}")
-        (out / f"{name}.tex").write_text(tex, encoding="utf-8")
+        write_atomic(out / f"{name}.tex", tex.encode("utf-8"))
         written.append(out / f"{name}.tex")
     return written
 

@@ -76,6 +76,21 @@ class Cluster:
             parts.append(f"durations=<{self.durations.shape[0]}x{self.durations.shape[1]}>")
         return f"Cluster({', '.join(parts)})"
 
+    def plain(self) -> dict:
+        """The constructor's arguments as plain values (JSON), for files read back."""
+        out = {k: getattr(self, k) for k in ("compute_time", "jitter", "latency", "bandwidth",
+                                              "update_time", "model_bytes", "colocated")}
+        out["speeds"] = None if self.speeds is None else self.speeds.tolist()
+        out["durations"] = None if self.durations is None else self.durations.tolist()
+        return out
+
+    @classmethod
+    def from_plain(cls, values: dict) -> "Cluster":
+        """The Cluster `plain()` described (every value checked again, as typed in)."""
+        if not isinstance(values, dict):
+            raise ValueError(f"a cluster is a dict of Cluster's arguments (got {values!r})")
+        return cls(**values)
+
     def check(self, workers: int, minibatches: int) -> None:
         """Raise ValueError unless speeds and durations fit `workers` x `minibatches`."""
         if self.speeds is not None and len(self.speeds) != workers:

@@ -31,10 +31,17 @@ class Clock:
         heappush(self._heap, (time if time > now else now, self._seq, fn, args))
         self._seq += 1
 
-    def run(self) -> float:
-        """Run every event, or until `interrupt()`; returns the time of the last one run."""
+    def run(self, until: float | None = None) -> float:
+        """Run every event, or until `interrupt()`; returns the time of the last one run.
+        until: run only the events at times up to `until` (a checkpoint's moment), leaving the
+        rest pending: the clock moves no further than the last event run."""
         heap = self._heap
         try:
+            if until is not None:
+                while heap and heap[0][0] <= until:
+                    self.now, _, fn, args = heappop(heap)
+                    fn(*args)
+                return self.now
             while heap:
                 self.now, _, fn, args = heappop(heap)
                 fn(*args)

@@ -146,6 +146,18 @@ class AllReduce(Sync):
 MODES = {"sync": Sync, "async": Async, "allreduce": AllReduce}
 
 
+def policy_from_name(name: str) -> Policy:
+    """The mode a policy's name names ("sync", "SSP(2)", "Backup(1)", ...): for files read
+    back, which hold names, never objects."""
+    if name in MODES:
+        return MODES[name]()
+    kind, _, rest = str(name).partition("(")
+    bounded = {"SSP": SSP, "Backup": Backup, "SoftSync": SoftSync}
+    if kind in bounded and rest.endswith(")") and rest[:-1].isdigit():
+        return bounded[kind](int(rest[:-1]))
+    raise ValueError(f"{name!r} names no pslab mode")
+
+
 def policy_for(mode: str | Policy) -> Policy:
     if isinstance(mode, Policy):
         return mode

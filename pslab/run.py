@@ -23,7 +23,8 @@ from .limits import check_fits
 from .model import LAYERS, Params, init_params, score, shapes
 from .modes import Policy, policy_for
 from .processes.options import check_options
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, settings_from_plain
+from .checkpoint import load as load_checkpoint
 from .server import ParameterServer
 from .simulation import Record, Simulation, no_numbers
 from .timeline import Span, covered, total, worker_shares
@@ -238,7 +239,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
                              aggregate=policy.aggregate(workers))
     crew = [Worker(i, data, workers, accumulate, batch, layout=layout) for i in range(workers)]
 
-    score = partial(_score, server, data)  # a partial, not a closure: a checkpoint pickles it
+    score = partial(_score, server, data)
 
     actors = Simulation
     if policy.ring:  # no server: the workers all-reduce (pslab/allreduce.py)
@@ -247,9 +248,6 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
                  cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
                  shard_bytes, score if data else no_numbers, staleness_lr)
     start_loss = score()[0] if data else math.nan
-    if checkpoint is not None:  # write the state on the way, or carry on from written state
-        sim = checkpoint.arm(sim, dict(config, mode=policy))
-        server = sim.server
     if progress:
         from tqdm.auto import tqdm
 
@@ -257,7 +255,10 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
         updates = steps if policy.waits_for_update else pushes
         sim.progress = tqdm(total=updates, desc=f"{policy.name}, {workers} workers", unit="update")
     with single_thread():
-        sim.run()
+        if checkpoint is not None:  # write the state on the way, or carry on from written state
+            checkpoint.play(sim, dict(config, mode=policy))
+        else:
+            sim.run()
     if sim.progress is not None:
         sim.progress.close()
     if sim.interrupted:
@@ -271,6 +272,20 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
               push_staleness=sim.push_staleness, start_loss=start_loss)
     warn_if_diverged(run)
     return run
+
+
+def resume(path: str | Path, progress: bool = False) -> Run:
+    """Carry a checkpointed run on to its end; returns the Run (as if never interrupted)."""
+    flag("progress", progress)
+    saved = load_checkpoint(path)
+    settings = settings_from_plain(saved["settings"])
+    if saved.get("backend") == "processes":
+        from .processes.launcher import resume_processes
+
+        return resume_processes(saved, Path(path), progress)
+    again = Checkpoint(path)
+    again.resuming = True
+    return train(**settings, progress=progress, checkpoint=again)
 
 
 def _score(server: ParameterServer, data: Digits) -> tuple[float, float]:

@@ -76,7 +76,8 @@ class Simulation:
         # Only a bounded-staleness policy can hold a worker back before a step.
         self._gated = not self._barrier and policy.bound < steps
 
-    def run(self) -> None:
+    def run(self, until: float | None = None) -> None:
+        """Run the clock to its end, or (until) through the events up to that virtual time."""
         if not self.started:  # a simulation resumed from a checkpoint is already under way
             self.started = True
             for w in self.workers:
@@ -85,10 +86,15 @@ class Simulation:
             # worth it from some 10^4 objects on (engine.collector_paused)
             big = len(self.workers) * self.steps * self.accumulate >= 1000
             with collector_paused(promote=big), stop_on_interrupt(self.clock):
-                self.clock.run()
+                self.clock.run(until)
         except KeyboardInterrupt:  # a second Ctrl-C, or not the main thread: stop at once
             self.interrupted = True
         self.interrupted = self.interrupted or self.clock.stopped
+
+    @property
+    def finished(self) -> bool:
+        """No event is pending: the run is over (or was interrupted)."""
+        return not self.clock._heap
 
     # --- a worker's step: gate, fetch, compute --------------------------------------------
     def start_step(self, rank: int, step: int) -> None:

@@ -83,7 +83,7 @@ ENTRIES = [
     Entry("pslab.notebook.quiz.hide_answers"),
     Entry("pslab.checkpoint.Checkpoint", base=dict(path="run.ckpt"),
           allowed=dict(at=(0.0, 1e300))),
-    Entry("pslab.checkpoint.resume", base=dict(path="no-such.ckpt")),
+    Entry("pslab.resume", base=dict(path="no-such.ckpt")),
     Entry("pslab.nas.questions.question"),
     Entry("pslab.classic.bounded_delay",
           allowed=dict(seed=(0,), target=(0.0, 1e300), lr=(1e300,), converge=([],))),

@@ -16,6 +16,7 @@ from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
 from ..run import Run, as_runs
 from .tex import style_preamble
+from ..files import write_atomic
 
 ROW = 0.55  # cm per timeline row
 WIDEST = 500.0  # cm: TeX's largest dimension is 575 cm (16383 pt)
@@ -140,5 +141,5 @@ def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str 
         "\\end{document}",
         ""])
     if path is not None:
-        Path(path).write_text(doc, encoding="utf-8")
+        write_atomic(path, doc.encode("utf-8"))
     return doc

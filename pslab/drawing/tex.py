@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from pslab.files import write_atomic
 from pslab.palette import KINDS, LABELS, PALETTES, ROLE_LABELS, ROLES, TEX_PREFIX, tex_colour_name
 
 FIGURES_DIR = Path(__file__).resolve().parents[2] / "figures"  # the repository's figures/
@@ -68,7 +69,7 @@ def style_preamble() -> str:
 def write_style(path: Path | str = STYLE_FILE) -> Path:
     """(Re)write figures/pslab-style.tex from the palette; returns its path."""
     path = Path(path)
-    path.write_text(style_preamble(), encoding="utf-8")
+    write_atomic(path, style_preamble().encode("utf-8"))
     return path
 
 

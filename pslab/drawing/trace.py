@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..timeline import Span
+from ..files import check_writable_path, write_atomic
 
 WORKERS, SHARDS, LINKS = 1, 2, 3  # pids: one process row per kind of track
 US = 1e6  # microseconds per second
@@ -62,8 +63,8 @@ def chrome_trace(run) -> dict[str, Any]:
 
 def to_chrome_trace(run, path: str | Path) -> Path:
     """Write the run's timeline as a Chrome trace JSON file; returns the path."""
-    path = Path(path)
-    path.write_text(json.dumps(chrome_trace(run)))
+    path = check_writable_path(path, "path")
+    write_atomic(path, json.dumps(chrome_trace(run)).encode())
     return path
 
 

@@ -8,6 +8,7 @@ from ..drawing.export import _esc, _num, _ticks
 from ..drawing.tex import style_preamble
 from .search import Search
 from .tiers_plot import NAMES, blocks, rows
+from ..files import write_atomic
 
 ROW = 0.5  # cm per row
 
@@ -61,5 +62,5 @@ def tikz(result: Search, path: str | Path | None = None, width: float = 14.0,
         "\\begin{document}", f"\\begin{{tikzpicture}}[x={_num(width / right)}cm, y={ROW}cm]",
         *body, "\\end{tikzpicture}", "\\end{document}", ""])
     if path is not None:
-        Path(path).write_text(doc, encoding="utf-8")
+        write_atomic(path, doc.encode("utf-8"))
     return doc

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import pickle
 import signal
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import timedelta
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+import torch
 import torch.distributed as dist
 
-from ..checkpoint import FORMAT
+from ..checkpoint import FORMAT, load_file, plain_settings, settings_from_plain
+from ..files import save_tensors
 from ..modes import Policy
 from ..run import Run
 from .child import Meeting, main
@@ -40,6 +41,16 @@ class ProcessFailure(RuntimeError):
     def __init__(self, message: str, run: Run | None = None):
         super().__init__(message)
         self.run = run
+
+
+class CheckpointNotWritten(OSError):
+    """The launcher could not write a round to the checkpoint file: the run stops at once."""
+
+
+def plain_options(options: Options) -> dict[str, Any]:
+    """The backend's options as JSON-able values (kill/hang keys as strings, as JSON has)."""
+    return dict(asdict(options), kill={str(k): v for k, v in options.kill.items()},
+                hang={str(k): v for k, v in options.hang.items()})
 
 
 def launch(policy: Policy, config: dict[str, Any], options: Options, progress: bool = False,
@@ -61,13 +72,15 @@ def launch(policy: Policy, config: dict[str, Any], options: Options, progress: b
 def resume_processes(saved: dict[str, Any], path: Path, progress: bool = False) -> Run:
     """Start new processes from a checkpoint's last complete round (faults asked for on purpose
     are not asked again); they go on writing their rounds to the same file."""
-    settings = saved["settings"]
+    settings = settings_from_plain(saved["settings"])
     if saved["step"] >= settings["steps"]:
         raise ValueError(f"checkpoint {path} is of a finished run ({saved['step']} of "
                          f"{settings['steps']} rounds)")
-    options = replace(saved["options"], kill={}, hang={})
+    options = Options(**dict(saved["options"], kill={}, hang={}))
+    _, tensors = load_file(path)
+    keys = tuple(tensors[f"shard.{s}"].numpy() for s in range(len(tensors)))
     job = replace(make_job(settings["mode"], settings, options), checkpoint=str(path),
-                  start_step=saved["step"], start_keys=tuple(saved["keys"]))
+                  start_step=saved["step"], start_keys=keys)
     return Launch(job, progress, settings).run()
 
 
@@ -166,6 +179,8 @@ class Launch:
             while conn.poll():
                 for kind, payload in unbatch(conn.recv()):
                     self.handle(rank, kind, payload)
+        except CheckpointNotWritten:
+            raise
         except (EOFError, OSError):  # the process is gone (what it sent before is kept)
             conn.close()
             del self.pipes[rank]
@@ -243,13 +258,13 @@ class Launch:
         if len(shards) < self.job.num_shards:
             return
         version = update["version"]
-        state = dict(format=FORMAT, backend="processes", settings=self.settings,
-                     options=self.job.options, step=version, updates=version,
-                     keys=[shards[s] for s in range(self.job.num_shards)])
-        path = Path(self.job.checkpoint)
-        aside = path.with_name(path.name + ".writing")
-        aside.write_bytes(pickle.dumps(state))
-        os.replace(aside, path)
+        meta = dict(format=FORMAT, backend="processes", settings=plain_settings(self.settings),
+                    options=plain_options(self.job.options), step=version, updates=version)
+        keys = {f"shard.{s}": torch.from_numpy(shards[s]) for s in range(self.job.num_shards)}
+        try:
+            save_tensors(self.job.checkpoint, keys, meta)
+        except OSError as error:  # stop the run now, saying why (not as a lost worker later)
+            raise CheckpointNotWritten(error.errno, str(error)) from error
         for v in [v for v in self.rounds if v <= version]:
             del self.rounds[v]
 

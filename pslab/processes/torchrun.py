@@ -4,14 +4,17 @@
         -m pslab.processes --shards 2 --workers 4 --mode sync --steps 50 --out runs/a
 
 Every rank parses the same command line, so every rank builds the same `Job`; its role follows
-from its rank (0..S-1 shards, then workers). Each rank writes its reports to `OUT/rank<r>.pkl`
-(rank 0 also writes the job); `load_run(OUT)` turns the files, gathered in one folder, into a Run.
+from its rank (0..S-1 shards, then workers). Each rank writes its reports to `OUT/rank<r>.jsonl`
+(rank 0 also writes the command line to `OUT/job.json`); `load_run(OUT)` turns the files,
+gathered in one folder, into a Run. All of them are plain data (JSON): loading a run folder
+someone else wrote runs no code of theirs.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import pickle
+import sys
 from pathlib import Path
 
 from ..modes import SSP, Backup, SoftSync, policy_for
@@ -21,6 +24,7 @@ from .job import Job, make_job
 from .measured import assemble
 from .options import check_options
 from .report import read_file
+from ..files import write_atomic
 
 
 def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
@@ -55,24 +59,27 @@ def parse_mode(text: str):
     return text  # train names anything else it does not know
 
 
+JOB_FORMAT = "pslab-torchrun-job-1"
+
+
 def run_rank(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
     job, out = parse(argv)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if world != job.world:
         raise SystemExit(f"WORLD_SIZE is {world} but --shards/--workers make {job.world} ranks")
     out.mkdir(parents=True, exist_ok=True)
     if rank == 0:
-        (out / "job.pkl").write_bytes(pickle.dumps(job))
-    play(job, rank, None, str(out / f"rank{rank}.pkl"))
+        write_atomic(out / "job.json", json.dumps(dict(format=JOB_FORMAT, argv=argv)).encode())
+    play(job, rank, None, str(out / f"rank{rank}.jsonl"))
 
 
 def load_run(folder: str | Path) -> Run:
     """The Run of a torchrun launch, from the report files its ranks wrote into `folder`."""
-    folder = Path(folder)
-    job: Job = pickle.loads((folder / "job.pkl").read_bytes())
+    job = read_job(folder)
     spans, updates, pushes, errors, done = [], [], [], [], 0
     for rank in range(job.world):
-        for kind, payload in read_file(folder / f"rank{rank}.pkl"):
+        for kind, payload in read_file(Path(folder) / f"rank{rank}.jsonl"):
             if kind == "spans":
                 spans.extend(payload)
             elif kind == "update":
@@ -85,3 +92,25 @@ def load_run(folder: str | Path) -> Run:
                 done += 1
     return assemble(job, spans, updates, done == job.world,
                     dict(launcher="torchrun", failures=errors), pushes)
+
+
+def read_job(folder: str | Path) -> Job:
+    """The Job of a run folder, rebuilt from the command line its job.json holds (checked as
+    the ranks checked it); a ValueError naming the folder for anything else."""
+    if not isinstance(folder, (str, os.PathLike)):
+        raise TypeError(f"folder must be a str or pathlib.Path (got {folder!r})")
+    path = Path(folder) / "job.json"
+    if not path.is_file():
+        raise ValueError(f"{folder} is not a pslab torchrun run folder: it has no job.json")
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        saved = None
+    argv = saved.get("argv") if isinstance(saved, dict) else None
+    if saved is None or saved.get("format") != JOB_FORMAT or not isinstance(argv, list) \
+            or not all(isinstance(a, str) for a in argv):
+        raise ValueError(f"{path} is not a pslab torchrun job ({JOB_FORMAT})")
+    try:
+        return parse(argv)[0]
+    except SystemExit:  # argparse's way of saying the command line is wrong
+        raise ValueError(f"{path} holds a command line pslab cannot run: {argv}") from None

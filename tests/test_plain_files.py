@@ -1,0 +1,91 @@
+"""Files pslab reads back are plain data, and writes never lose the last good copy (issue 17):
+a crafted torchrun run folder runs no code when loaded; a process run whose checkpoint cannot be
+written stops at once with an OSError naming the path; a trace is written whole or not at all."""
+import json
+import os
+import pickle
+import time
+
+import pytest
+
+import pslab
+from pslab.processes.report import Report, read_file
+from pslab.processes.torchrun import load_run
+from pslab.timeline import Span
+
+
+class Planted:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.makedirs, (self.marker,))
+
+
+def test_a_crafted_run_folder_runs_no_code(tmp_path):
+    marker = tmp_path / "pwned"
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(Planted(marker)))  # the old format
+    with pytest.raises(ValueError, match="not a pslab torchrun run folder: it has no job.json"):
+        load_run(tmp_path)
+    (tmp_path / "job.json").write_bytes(pickle.dumps(Planted(marker)))
+    with pytest.raises(ValueError, match="job.json is not a pslab torchrun job"):
+        load_run(tmp_path)
+    (tmp_path / "job.json").write_text(json.dumps(
+        dict(format="pslab-torchrun-job-1", argv=["--mode", "bogus", "--out", "x"])))
+    with pytest.raises(ValueError, match="names no|mode must be|command line pslab cannot run"):
+        load_run(tmp_path)
+    (tmp_path / "rank0.jsonl").write_bytes(pickle.dumps(Planted(marker)))
+    assert list(read_file(tmp_path / "rank0.jsonl")) == []  # not JSON: nothing read
+    assert not marker.exists()
+
+
+def test_a_rank_report_file_round_trips_as_json_lines(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "rank0.jsonl"
+    report = Report(path=path)
+    keys = np.arange(6, dtype=np.float32).reshape(2, 3)
+    report.hold("spans", [Span(1, 0, "fetch", 0.5, 1.25, 3)])
+    report("update", dict(shard=0, version=4, keys=keys))
+    report("done", dict(rank=0))
+    report.close()
+    with open(path, "a") as f:
+        f.write('["spans", [[1, 0, "push"')  # a killed rank's half-written last line
+    got = list(read_file(path))
+    assert [k for k, _ in got] == ["spans", "update", "done"]
+    assert got[0][1] == [Span(1, 0, "fetch", 0.5, 1.25, 3)]
+    assert got[1][1]["keys"].dtype == np.float32 and (got[1][1]["keys"] == keys).all()
+    with open(path, "w") as f:  # an array of objects would need pickles: refused
+        f.write(json.dumps(["update", {"keys": {"array": "", "dtype": "|O", "shape": [0]}}]))
+    assert list(read_file(path)) == []
+
+
+def test_a_process_checkpoint_that_cannot_be_written_stops_the_run_at_once(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "server.ckpt"
+    checkpoint = pslab.Checkpoint(path)
+    folder.chmod(0o500)  # no writing here any more (root ignores this: make it a folder instead)
+    if os.geteuid() == 0:
+        folder.chmod(0o700)
+        path.mkdir()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(OSError, match="could not write .*server.ckpt"):
+            pslab.train(mode="sync", workers=2, steps=4, backend="processes", timeout=5,
+                        checkpoint=checkpoint)
+    finally:
+        folder.chmod(0o700)
+    assert time.perf_counter() - started < 20  # not after a 2x timeout as a 'lost worker'
+    assert sorted(p.name for p in folder.iterdir()) == (["server.ckpt"] if os.geteuid() == 0
+                                                        else [])
+
+
+def test_a_trace_is_written_whole_and_its_path_checked(tmp_path):
+    run = pslab.train(steps=3, numerics=False)
+    with pytest.raises(TypeError, match="path must be a file name"):
+        run.to_chrome_trace(None)
+    with pytest.raises(ValueError, match="is a folder"):
+        run.to_chrome_trace(tmp_path)
+    out = run.to_chrome_trace(tmp_path / "run.json")
+    assert json.loads(out.read_text())["traceEvents"] and os.listdir(tmp_path) == ["run.json"]
