@@ -179,3 +179,13 @@ def test_seed_figures_read_at_10_px_in_a_markdown_cell(tmp_path):
         assert len(words) > 20, tex.name  # the measure sees the figure's text
         small[tex.stem] = [(round(px, 1), t) for px, t in words if px < READABLE_PX]
     assert not any(small.values()), {k: v[:5] for k, v in small.items() if v}
+
+
+@pytest.mark.parametrize("figure", ["figure000", "figure001"])
+def test_compare_side_by_side_reads_at_10_px_too(figure, namespace):
+    """No notebook draws two timelines side by side now, but a student may: their titles wrap
+    over half a cell's width instead of widening (and so shrinking) the picture."""
+    namespace([])
+    a, b = getattr(replay, figure)()
+    _check(plot.compare(a, b, labels=("(a) first run", "(b) second run"),
+                        palette="accumulation" if figure == "figure001" else "ps"))

@@ -8,6 +8,7 @@ redraws in milliseconds.
 """
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 import numpy as np
@@ -121,6 +122,7 @@ class TimelinePlot:
                       fontsize=10, frameon=False)
         self.rows: list[str] = []
         self.min_px = 0.0  # see _visible; the live dashboards set it
+        self.narrow = False  # compare() side by side sets it: the title wraps
 
     def update(self, run: Run, xmax: float | None = None) -> None:
         """Show `run`: move every block, relabel rows, retitle; xmax fixes the time axis."""
@@ -140,7 +142,11 @@ class TimelinePlot:
             self.ax.set_yticks(range(len(self.rows)), self.rows)  # size: the axes' tick_params
         self.end_line.set_xdata([run.makespan, run.makespan])
         self.ax.set_xlabel(time_axis(run))
-        self.title.set_text(title_text(run, self.label, self.column))
+        title = title_text(run, self.label, self.column)
+        if self.narrow:  # half a cell wide: the numbers wrap over as many lines as they need
+            head, numbers = title.rsplit("\n", 1)
+            title = head + "\n" + textwrap.fill(numbers, 40)
+        self.title.set_text(title)
         self._write(list(zip(start, end, (y0 + y1) / 2, kinds)), right)
 
     def _visible(self, kinds: np.ndarray, start: np.ndarray, end: np.ndarray,
@@ -274,6 +280,8 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] | None = ("a", "b"),
     axes = fig.subplots(2, 1, sharex=True) if stacked else fig.subplots(1, 2, sharex=True)
     plots = [TimelinePlot(ax, palette, column=column, label=lab, legend=False)
              for ax, lab in zip(axes, labels)]
+    for p in plots:
+        p.narrow = not stacked
     xmax = max(run_a.makespan, run_b.makespan, 1e-9) * 1.02
     for p, r in zip(plots, (run_a, run_b)):
         p.update(r, xmax=xmax)
