@@ -125,7 +125,8 @@ MODES = {"sync": "sync", "async": "async", "SSP(1)": pslab.SSP(1), "Backup(1)": 
 
 @pytest.mark.parametrize("name", MODES)
 @pytest.mark.parametrize("n", [1, 2, 5, 9])
-def test_ctrl_c_right_after_an_update_leaves_a_consistent_run(monkeypatch, name, n):
+def test_ctrl_c_right_after_an_update_leaves_a_consistent_run(monkeypatch, name, n,
+                                                              ctrl_c_works):
     """The worst moment for Ctrl-C: the server has just changed the weights and the update is
     not yet in the timeline or the history. The run stops between events, so all three agree:
     as many updates in the timeline as in the history, and the weights are those the history

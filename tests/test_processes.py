@@ -200,7 +200,7 @@ def test_async_with_a_hung_worker_finishes_without_it():
     assert sum(r.worker == 2 for r in run.history) == 1 and run.updates == 9
 
 
-def test_interrupt_returns_the_partial_run_and_stops_every_process():
+def test_interrupt_returns_the_partial_run_and_stops_every_process(ctrl_c_works):
     threading.Timer(3.0, _thread.interrupt_main).start()  # what the stop button does to Python
     with pytest.warns(UserWarning, match="interrupted"):
         run = processes(mode="async", steps=1000, time_scale=0.01)

@@ -12,13 +12,16 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..checks import integer, number, one_of
+from ..data import dataset_size
 from ..cluster import Cluster
 from ..modes import SSP
 
 MODES = ("sync", "async", "SSP")
 RANGES = {"workers": (1, 16), "accumulate": (1, 8), "ssp": (0, 10), "shards": (1, 8)}
 SLOWDOWN = (1.0, 4.0)  # how many times slower G0 may be
-MAX_MINIBATCHES = 10**6
+# a slider move re-simulates the whole run, 16 workers at most: 1,000 steps of them take well
+# under a second; 10^6 steps would take minutes and gigabytes
+MAX_MINIBATCHES = 1000
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,8 @@ class Settings:
         one_of("mode", self.mode, MODES)
         for name, (low, high) in RANGES.items():
             integer(name, getattr(self, name), low, high)
-        for name in ("steps", "batch"):
-            integer(name, getattr(self, name))
+        integer("steps", self.steps, high=MAX_MINIBATCHES)
+        integer("batch", self.batch, high=dataset_size())
         integer("seed", self.seed, low=0)
         if self.minibatches is not None:  # a slider move re-simulates: it must stay quick
             integer("minibatches", self.minibatches, high=MAX_MINIBATCHES)

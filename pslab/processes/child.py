@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -20,16 +21,25 @@ import torch
 import torch.distributed as dist
 
 from .job import Job
+from .options import interface_of
 from .remote import WorkerProcess
 from .report import Report
 from .shard import Shard, Stuck
 
 
 class Meeting(NamedTuple):
-    """Where the processes meet: the launcher's TCPStore (None under torchrun: env://)."""
+    """Where the processes meet (None under torchrun: env://). On one machine (loopback) a
+    FileStore in the launcher's private folder: no socket at all for the rendezvous, nothing
+    another user can reach. On a network address, the launcher's TCPStore there."""
 
     host: str
-    port: int
+    port: int = 0
+    file: str | None = None  # the FileStore's path (loopback runs)
+
+    def store(self, world: int, timeout: timedelta):
+        if self.file is not None:
+            return dist.FileStore(self.file, world)
+        return dist.TCPStore(self.host, self.port, is_master=False, timeout=timeout)
 
 
 def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
@@ -52,6 +62,8 @@ def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
     except BaseException as e:  # say why before going: the launcher shows it to the user
         words = str(e) if isinstance(e, Stuck) else f"{type(e).__name__}: {e}"
         report("error", dict(rank=rank, role=role, index=index, message=words))
+        if launcher is None:  # under torchrun nobody reads the pipe: say it here too
+            print(f"pslab rank {rank} ({role} {index}): {words}", file=sys.stderr)
         raise SystemExit(1)
     finally:
         report.close()
@@ -64,13 +76,14 @@ def join(job: Job, rank: int, meeting: Meeting | None) -> Callable[[], float]:
     # gloo's own timeout a little longer than the shards' waits, so that a shard, which knows
     # whose push is missing, speaks first
     timeout = timedelta(seconds=job.options.timeout + 2)
-    if job.options.loopback:
-        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo binds the hostname's address otherwise
+    # gloo listens on the address of an interface: the one that holds the asked address (it
+    # would take the hostname's address otherwise, which may face the network)
+    os.environ["GLOO_SOCKET_IFNAME"] = interface_of(job.options.address)
     os.environ["TORCH_GLOO_LAZY_INIT"] = "1"  # a star needs W+S pairs, not a full mesh
     if meeting is None:  # torchrun: RANK, WORLD_SIZE, MASTER_ADDR/PORT in the environment
         dist.init_process_group("gloo", timeout=timeout)
     else:
-        store = dist.TCPStore(meeting.host, meeting.port, is_master=False, timeout=timeout)
+        store = meeting.store(job.world, timeout)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=job.world,
                                 timeout=timeout)
     handshake(job, rank)

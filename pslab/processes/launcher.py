@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import shutil
 import signal
+import sys
+import tempfile
+import threading
+from contextlib import contextmanager
 import time
 import warnings
 from dataclasses import asdict, replace
-from datetime import timedelta
 from multiprocessing.connection import wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
-import torch.distributed as dist
 
 from ..checkpoint import FORMAT, load_file, plain_settings, settings_from_plain
 from ..files import save_tensors
@@ -41,6 +44,45 @@ class ProcessFailure(RuntimeError):
     def __init__(self, message: str, run: Run | None = None):
         super().__init__(message)
         self.run = run
+
+
+@contextmanager
+def main_module_hidden() -> Iterator[None]:
+    """Start processes without them importing the caller's main module. multiprocessing's
+    forkserver and spawn re-import __main__ in every child (by its file or module name), which
+    re-runs a script that calls train() without `if __name__ == "__main__":` in each child.
+    The children run pslab.processes.child.main, which needs nothing from __main__: so for the
+    moment of starting them, __main__ names neither its file nor its spec."""
+    main = sys.modules.get("__main__")
+    hidden = {k: main.__dict__.pop(k) for k in ("__file__",) if main and k in main.__dict__}
+    spec = getattr(main, "__spec__", None)
+    if main is not None:
+        main.__spec__ = None
+    try:
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.update(hidden)
+            main.__spec__ = spec
+
+
+@contextmanager
+def ctrl_c_held() -> Iterator[list]:
+    """A Ctrl-C while processes start waits until the one starting is on the list (at most one
+    start: ~6 s for the first, cold one): interrupted inside `Process.start`, a child already
+    forked would be unknown to `stop` and live on until its own timeout."""
+    asked: list = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield asked  # not ours to hold (another handler, or Ctrl-C ignored)
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: asked.append(signum))
+    try:
+        yield asked
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if asked:
+        raise KeyboardInterrupt
 
 
 class CheckpointNotWritten(OSError):
@@ -110,12 +152,11 @@ class Launch:
                             desc=f"{policy.name} on processes", unit="update")
 
     def run(self) -> Run:
-        store, started = None, time.perf_counter()
+        # The processes all run on this machine, so they meet in a file of a private folder
+        # (a FileStore): no rendezvous socket that anyone on the network could reach.
+        folder, started = tempfile.mkdtemp(prefix="pslab-run-"), time.perf_counter()
         try:
-            store = dist.TCPStore(self.job.options.address, 0, is_master=True,
-                                  wait_for_workers=False,
-                                  timeout=timedelta(seconds=self.job.options.timeout))
-            self.start(Meeting(self.job.options.address, store.port))
+            self.start(Meeting(self.job.options.address, file=os.path.join(folder, "store")))
             self.watch(started)
             return self.result(True)
         except KeyboardInterrupt:  # the stop button: keep what was measured
@@ -130,20 +171,24 @@ class Launch:
             self.stop()
             if self.bar is not None:
                 self.bar.close()
-            del store
+            shutil.rmtree(folder, ignore_errors=True)
 
     def start(self, meeting: Meeting) -> None:
         ctx = mp.get_context(self.job.options.start_method)
         if self.job.options.start_method == "forkserver":
             ctx.set_forkserver_preload(["pslab.processes.preload"])
-        for rank in range(self.job.world):
-            reader, writer = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=main, args=(self.job, rank, meeting, writer, os.getpid()),
-                            name=f"pslab-{'-'.join(map(str, self.job.role(rank)))}", daemon=True)
-            p.start()
-            writer.close()
-            self.procs.append(p)
-            self.pipes[rank] = reader
+        with main_module_hidden(), ctrl_c_held() as asked:
+            for rank in range(self.job.world):
+                if asked:  # Ctrl-C: start no more; those started are stopped by run()
+                    break
+                reader, writer = ctx.Pipe(duplex=False)
+                p = ctx.Process(target=main, args=(self.job, rank, meeting, writer, os.getpid()),
+                                name=f"pslab-{'-'.join(map(str, self.job.role(rank)))}",
+                                daemon=True)
+                p.start()
+                writer.close()
+                self.procs.append(p)
+                self.pipes[rank] = reader
 
     def watch(self, started: float) -> None:
         """Read reports until every process is done; decide what each exit means."""
@@ -285,8 +330,10 @@ class Launch:
                 p.kill()
                 p.join(1.0)
                 self.reaped.add(rank)
-                self.failures.append(f"worker {self.job.role(rank)[1]} (pid {p.pid}) stopped "
-                                     f"answering; the others finished without it")
+                # a process that said "done" was only slow to exit (spawn: tearing torch down)
+                if rank not in self.done and self.job.role(rank)[0] == "worker":
+                    self.failures.append(f"worker {self.job.role(rank)[1]} (pid {p.pid}) "
+                                         f"stopped answering; the others finished without it")
 
     def stop(self) -> None:
         """Kill what still runs (what it measured has already arrived) and reap everything."""

@@ -7,6 +7,8 @@ or returns them as an `Options`. It imports nothing heavy, so `import pslab` sta
 from __future__ import annotations
 
 import ipaddress
+import socket
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,11 +77,54 @@ def _address(value: Any) -> str:
     try:
         if not isinstance(value, str):  # ip_address(5) is 0.0.0.5: a number is a mistake
             raise ValueError
-        return str(ipaddress.ip_address(value))
+        address = ipaddress.ip_address(value)
     except ValueError:
         raise ValueError(f"address must be an IP address such as '127.0.0.1' (loopback, the "
                          f"default) or this machine's address on a network (got {value!r})"
                          ) from None
+    if address.is_unspecified:
+        raise ValueError(f"address {value!r} means every interface: the processes would listen "
+                         f"wherever the machine can be reached; give one address of this "
+                         f"machine, e.g. '127.0.0.1' (the default, loopback)")
+    if interface_of(str(address)) is None:
+        raise ValueError(f"address {value!r} is not an address of this machine (no interface "
+                         f"holds it): the processes listen there, so it must be one of its own")
+    return str(address)
+
+
+def interface_of(address: str) -> str | None:
+    """The name of the network interface holding `address` (gloo binds to an interface), or
+    None when no interface of this machine holds it."""
+    ip = ipaddress.ip_address(address)
+    if ip.is_loopback:
+        return "lo" if sys.platform.startswith("linux") else None
+    for _, name in socket.if_nameindex():
+        if ip in _addresses(name):
+            return name
+    return None
+
+
+def _addresses(name: str) -> set:
+    """The IPv4 and IPv6 addresses of one interface (Linux: ioctl and /proc/net/if_inet6)."""
+    found = set()
+    try:
+        import fcntl
+        import struct
+
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
+            found.add(ipaddress.ip_address(packed[20:24]))  # SIOCGIFADDR: the sockaddr_in
+    except (OSError, ImportError):
+        pass
+    try:
+        with open("/proc/net/if_inet6") as f:
+            for line in f:
+                fields = line.split()
+                if fields[-1] == name:
+                    found.add(ipaddress.ip_address(bytes.fromhex(fields[0])))
+    except OSError:
+        pass
+    return found
 
 
 def _faults(name: str, value: Any, workers: int, steps: int) -> dict[int, int]:

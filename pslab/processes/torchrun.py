@@ -28,8 +28,9 @@ from ..files import write_atomic
 
 
 def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
-    p = argparse.ArgumentParser(prog="python -m pslab.processes",
+    p = argparse.ArgumentParser(prog=PROG,
                                 description="one rank of a pslab run (start it with torchrun)")
+    p.error = lambda message: _usage(message)  # one line, not argparse's usage block
     p.add_argument("--mode", default="sync", help="sync, async, ssp:S, backup:B or softsync:C")
     for name, kind, default in (("workers", int, 3), ("shards", str, "layers"),
                                 ("steps", int, 20), ("accumulate", int, 1), ("lr", float, 0.5),
@@ -50,6 +51,28 @@ def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
     return make_job(policy_for(mode), dict(config, cluster=Cluster()), options), Path(a.out)
 
 
+def _usage(message: str):
+    raise Usage(message)
+
+
+def rank_and_world() -> tuple[int, int]:
+    """RANK and WORLD_SIZE as torchrun sets them (with MASTER_ADDR and MASTER_PORT)."""
+    missing = [k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+               if k not in os.environ]
+    if missing:
+        raise Usage(f"{', '.join(missing)} not set: start each rank with torchrun (or set "
+                    f"RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT), e.g. torchrun "
+                    f"--nproc-per-node 5 -m pslab.processes --out runs/a")
+    try:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    except ValueError:
+        raise Usage(f"RANK and WORLD_SIZE must be whole numbers (got "
+                    f"{os.environ['RANK']!r}, {os.environ['WORLD_SIZE']!r})") from None
+    if not 0 <= rank < world:
+        raise Usage(f"RANK must be from 0 to WORLD_SIZE - 1 (got {rank} of {world})")
+    return rank, world
+
+
 def parse_mode(text: str):
     """'sync', 'async', 'ssp:S', 'backup:B' or 'softsync:C' as a mode for pslab.train."""
     name, _, number = text.partition(":")
@@ -62,15 +85,28 @@ def parse_mode(text: str):
 JOB_FORMAT = "pslab-torchrun-job-1"
 
 
+PROG = "python -m pslab.processes"
+
+
+class Usage(ValueError):
+    """A mistake on the command line or in the launcher's environment."""
+
+
 def run_rank(argv: list[str] | None = None) -> None:
+    """One rank of the run; a usage mistake is one line on stderr naming it, and exit code 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    job, out = parse(argv)
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    if world != job.world:
-        raise SystemExit(f"WORLD_SIZE is {world} but --shards/--workers make {job.world} ranks")
+    try:
+        job, out = parse(argv)
+        rank, world = rank_and_world()
+        if world != job.world:
+            raise Usage(f"WORLD_SIZE is {world} but --shards/--workers make {job.world} ranks")
+    except ValueError as error:  # Usage, and train's own checks of the settings
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     out.mkdir(parents=True, exist_ok=True)
     if rank == 0:
-        write_atomic(out / "job.json", json.dumps(dict(format=JOB_FORMAT, argv=argv)).encode())
+        write_atomic(out / "job.json",
+                     json.dumps(dict(format=JOB_FORMAT, argv=without_address(argv))).encode())
     play(job, rank, None, str(out / f"rank{rank}.jsonl"))
 
 
@@ -94,6 +130,20 @@ def load_run(folder: str | Path) -> Run:
                     dict(launcher="torchrun", failures=errors), pushes)
 
 
+def without_address(argv: list[str]) -> list[str]:
+    """The command line less --address: where a host's processes listen is that host's own
+    setting (checked there), not part of the job a folder is read back as elsewhere."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--address":
+            skip = True
+        elif not arg.startswith("--address="):
+            out.append(arg)
+    return out
+
+
 def read_job(folder: str | Path) -> Job:
     """The Job of a run folder, rebuilt from the command line its job.json holds (checked as
     the ranks checked it); a ValueError naming the folder for anything else."""
@@ -112,5 +162,6 @@ def read_job(folder: str | Path) -> Job:
         raise ValueError(f"{path} is not a pslab torchrun job ({JOB_FORMAT})")
     try:
         return parse(argv)[0]
-    except SystemExit:  # argparse's way of saying the command line is wrong
-        raise ValueError(f"{path} holds a command line pslab cannot run: {argv}") from None
+    except (ValueError, SystemExit) as error:  # SystemExit: --help or --version in it
+        raise ValueError(f"{path} holds a command line pslab cannot run ({error}): "
+                         f"{argv}") from None

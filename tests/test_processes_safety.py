@@ -1,0 +1,233 @@
+"""The process backend on a shared machine (issue 17): it listens only where asked; during a run, every listening TCP
+socket of pslab's processes is on the asked address, the rendezvous needs no socket at all (a
+FileStore in a private folder), and an address that is not this machine's is refused at once."""
+import os
+import threading
+import time
+
+import pytest
+
+import pslab
+
+LISTEN = "0A"
+
+
+def descendants(pid: int) -> set[int]:
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                pass
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == p]
+        out.update(kids)
+        todo.extend(kids)
+    return out
+
+
+def socket_inodes(pid: int) -> set[str]:
+    found = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                found.add(target[8:-1])
+    except OSError:
+        pass
+    return found
+
+
+def listening(inodes: set[str]) -> set[str]:
+    """Local addresses of the LISTEN sockets among `inodes` (IPv4 and IPv6 tables)."""
+    out = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == LISTEN and inode in inodes:
+                    out.add(_address(local.split(":")[0]))
+    return out
+
+
+def _address(hexed: str) -> str:
+    import ipaddress
+
+    raw = bytes.fromhex(hexed)
+    if len(raw) == 4:
+        return str(ipaddress.IPv4Address(raw[::-1]))
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    return str(ipaddress.IPv6Address(words))
+
+
+def test_a_process_run_listens_on_loopback_only():
+    seen, stop = set(), threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            pids = descendants(os.getpid()) | {os.getpid()}
+            inodes = set().union(*(socket_inodes(p) for p in pids))
+            seen.update(listening(inodes))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        run = pslab.train(workers=3, steps=12, backend="processes", timeout=5, time_scale=0.05)
+    finally:
+        stop.set()
+        watcher.join()
+    assert run.complete
+    assert seen, "no listening socket seen: the watcher missed the run"
+    assert seen == {"127.0.0.1"}, f"pslab listened on {sorted(seen)}"
+
+
+@pytest.mark.parametrize("address, words", [("0.0.0.0", "every interface"),
+                                            ("::", "every interface"),
+                                            ("192.0.2.7", "not an address of this machine")])
+def test_an_address_that_is_not_one_of_this_machine_is_refused_at_once(address, words):
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=words):
+        pslab.train(workers=2, steps=2, backend="processes", address=address)
+    assert time.perf_counter() - started < 1.0
+
+
+NO_GUARD = """
+import pslab
+run = pslab.train(workers=2, steps=4, backend="processes", timeout=5, start_method="{method}")
+print("DONE", run.complete, run.updates)
+"""
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_a_script_without_the_main_guard_works(tmp_path, method):
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_guard.py"
+    script.write_text(NO_GUARD.format(method=method))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode == 0 and "DONE True 4" in out.stdout, out.stderr[-1500:]
+    assert "bootstrapping phase" not in out.stderr
+
+
+COLD_START = """
+import pslab, sys
+try:
+    pslab.train(workers=3, steps=50, backend="processes", timeout=5, time_scale=0.05)
+    print("FINISHED")
+except KeyboardInterrupt:
+    print("INTERRUPTED")
+"""
+
+
+def test_ctrl_c_during_a_cold_start_leaves_no_process_behind(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "cold.py"
+    script.write_text(COLD_START)
+    for delay in (0.8, 2.5):  # in the forkserver's start, and among the first processes
+        launcher = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+        time.sleep(delay)
+        kids = descendants(launcher.pid)
+        launcher.send_signal(signal.SIGINT)
+        launcher.communicate(timeout=60)
+        kids |= {p for p in kids}  # those seen before the interrupt
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline and any(_alive(p) for p in kids):
+            time.sleep(0.1)
+        left = [p for p in kids if _alive(p)]
+        assert not left, f"after Ctrl-C at {delay} s, processes {left} live on"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_async_finishes_without_a_sigstopped_worker_every_time():
+    """docs/processes.md: a worker that stops answering (here SIGSTOP, as a hung machine)
+    does not stop async: the others finish, the launcher ends the silent one and says so."""
+    import signal
+
+    outcomes = []
+    for trial in range(20):
+        stopped = []
+
+        def stop_worker_2():
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not stopped:
+                tree = descendants(os.getpid())
+                players = [p for p in tree if descendants(p) == set()
+                           and "forkserver" in _cmdline(p) and _parent(p) in tree]
+                if len(players) >= 5:  # 2 shards + 3 workers: worker 2 started last
+                    time.sleep(0.3)
+                    os.kill(max(players), signal.SIGSTOP)
+                    stopped.append(max(players))
+                    return
+                time.sleep(0.02)
+
+        stopper = threading.Thread(target=stop_worker_2, daemon=True)
+        stopper.start()
+        run = pslab.train(mode="async", workers=3, steps=30, backend="processes", timeout=2,
+                          time_scale=0.02)
+        stopper.join()
+        failures = run.config["failures"]
+        outcomes.append((bool(stopped), run.complete, len(failures),
+                         "stopped answering" in " ".join(failures), _alive(stopped[0])
+                         if stopped else None))
+    assert outcomes == [(True, False, 1, True, False)] * 20, outcomes
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+@pytest.mark.parametrize("env, args, words", [
+    ({}, ["--out", "x"], "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set"),
+    ({"RANK": "0", "WORLD_SIZE": "5"}, ["--out", "x"], "MASTER_ADDR, MASTER_PORT not set"),
+    ({"RANK": "0"}, ["--mode", "bogus", "--out", "x"], "mode must be"),
+    ({}, ["--steps"], "argument --steps: expected one argument"),
+    ({"RANK": "7", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+     ["--out", "x"], "RANK must be from 0 to WORLD_SIZE - 1"),
+])
+def test_torchrun_entry_usage_errors_are_one_line_and_exit_2(tmp_path, env, args, words):
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    out = subprocess.run([sys.executable, "-m", "pslab.processes", *args], cwd=tmp_path,
+                         env=dict(clean, **env), capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0] and "Traceback" not in out.stderr, out.stderr
