@@ -231,3 +231,28 @@ def test_torchrun_entry_usage_errors_are_one_line_and_exit_2(tmp_path, env, args
     assert out.returncode == 2 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in out.stderr, out.stderr
+
+
+def test_notebook_06_run_twice_at_once_never_collides(tmp_path):
+    """Two students (or one twice) running notebook 06 at the same time: each writes its
+    checkpoint and trace into a folder of its own, so both resume their own run."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    notebook = Path(__file__).parents[1] / "notebooks" / "06_real_processes.ipynb"
+    source = "".join(json.loads(notebook.read_text())["cells"][1]["source"])
+    assert "mkdtemp" in source and "gettempdir" not in notebook.read_text()
+    runs = [subprocess.Popen([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
+                              "--execute", "--output-dir", str(tmp_path / f"r{i}"),
+                              str(notebook)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for i in range(2)]
+    for i, p in enumerate(runs):
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        done = json.loads((tmp_path / f"r{i}" / notebook.name).read_text())
+        text = "".join("".join(o.get("text", "")) for c in done["cells"]
+                       for o in c.get("outputs", []))
+        assert "resumed from update 5 to 10" in text
+        assert "same weights as the uninterrupted simulation: True" in text
