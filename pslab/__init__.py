@@ -21,7 +21,7 @@ _old_names()  # pslab.widgets, pslab.timeline_plot, ... still import (now in dra
 _LAZY = {
     # the core: lazy too, so `import pslab` (and `python -m pslab` refusing a typo) loads no torch
     "Cluster": ".cluster", "SSP": ".modes", "Async": ".modes", "Backup": ".modes",
-    "Policy": ".modes", "SoftSync": ".modes", "Sync": ".modes", "Run": ".run", "train": ".run",
+    "Policy": ".modes", "SoftSync": ".modes", "Sync": ".modes", "Run": ".result", "train": ".training",
     "ParameterServer": ".server", "Record": ".simulation", "KINDS": ".timeline",
     "Span": ".timeline", "Worker": ".worker",
     # submodules
@@ -36,7 +36,7 @@ _LAZY = {
     "plot_timeline": ".drawing.plot", "plot_training": ".drawing.plot",
     # real processes, Chrome traces, checkpoints
     "processes": ".processes", "trace": ".drawing.trace", "chrome_trace": ".drawing.trace",
-    "Checkpoint": ".checkpoint", "resume": ".run",
+    "Checkpoint": ".checkpoint", "resume": ".training",
 }
 
 

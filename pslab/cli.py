@@ -25,7 +25,8 @@ from .drawing.export import tikz  # noqa: E402
 from .drawing.plot import compare, plot_dataflow  # noqa: E402
 from .drawing.seeds import render_seeds, seeds_renderable  # noqa: E402
 from .drawing.tex import FIGURES_DIR  # noqa: E402
-from .run import Run, train  # noqa: E402
+from .result import Run  # noqa: E402
+from .training import train  # noqa: E402
 
 DOCS_FIGURES = FIGURES_DIR.parent / "docs" / "figures"  # what README.md embeds
 FIGURE000_LABELS = ("(a) synchronous update", "(b) asynchronous update")

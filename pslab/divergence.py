@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .run import Run
 
 GROWTH = 3.0  # a training loss this many times its starting value counts as blown up
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from .checks import number
 from .cluster import LONGEST, Cluster
-from .run import Run, train
+from .result import Run
+from .training import train
 
 if TYPE_CHECKING:  # pslab.nas loads on first use
     from .nas import Search

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
@@ -17,20 +17,8 @@ from .cluster import Cluster
 from .engine import Clock, Resource, collector_paused, stop_on_interrupt
 from .modes import Policy
 from .server import ParameterServer
-from .timeline import Span, gaps
+from .timeline import Record, Span, gaps  # Record: public here too
 from .worker import Worker
-
-
-class Record(NamedTuple):
-    """One server update: when it was applied and what the model was then."""
-
-    time: float
-    loss: float  # cross-entropy on the whole training split (nan in timing-only runs)
-    accuracy: float  # on the held-out test split (nan in timing-only runs)
-    staleness: int  # server version when applied minus the version the gradient was computed on
-    version: int  # updates applied so far, this one included
-    worker: int | None  # whose push it was (None: a sync round, all workers)
-    step: int
 
 
 # tuple.__new__ skips NamedTuple's Python-level __new__: timing-only runs make ~10^6 spans.

@@ -134,3 +134,15 @@ def _split(k: dict[str, list[tuple[float, float]]], makespan: float) -> dict[str
     q = _length(queue) - used
     return {"compute": c, "transfer": used - c, "idle": max(makespan - used, 0.0),
             "queue": q, "barrier": _length(waiting) - used - q}
+
+
+class Record(NamedTuple):
+    """One server update: when it was applied and what the model was then."""
+
+    time: float
+    loss: float  # cross-entropy on the whole training split (nan in timing-only runs)
+    accuracy: float  # on the held-out test split (nan in timing-only runs)
+    staleness: int  # server version when applied minus the version the gradient was computed on
+    version: int  # updates applied so far, this one included
+    worker: int | None  # whose push it was (None: a sync round, all workers)
+    step: int

@@ -140,10 +140,11 @@ def _snapshot(case: Case, slots) -> object:
 def test_bad_input_is_refused_at_the_entry(case: Case, slots, monkeypatch, tmp_path):
     import pslab.data
     import pslab.processes.launcher
-    import pslab.run
+    import pslab.simulate
 
     monkeypatch.setattr(pslab.data.Digits, "load", _no_work)  # no data loaded ...
-    monkeypatch.setattr(pslab.run, "Simulation", _no_work)  # ... no simulation built ...
+    monkeypatch.setattr(pslab.simulate, "Simulation", _no_work)  # ... no simulation built ...
+    monkeypatch.setattr(pslab.simulate, "RingSimulation", _no_work)
     monkeypatch.setattr(pslab.processes.launcher, "launch", _no_work)  # ... no process started
     monkeypatch.chdir(tmp_path)
     entry = case.entry

@@ -13,7 +13,8 @@ from matplotlib.patches import Patch, Rectangle
 
 from ..cluster import Cluster
 from ..modes import SSP, Backup
-from ..run import Run, train
+from ..result import Run
+from ..training import train
 from .papers import BOUNDED_DELAY, STRAGGLERS, step_time, waiting
 
 MARKS = {"dropped": dict(hatch="xxx", edgecolor="crimson", label="push dropped (late)"),

@@ -15,7 +15,8 @@ from ..allreduce import ring_time
 from ..checks import integer, number
 from ..cluster import Cluster
 from ..modes import SSP, Backup, SoftSync
-from ..run import Run, train
+from ..result import Run
+from ..training import train
 from .result import Result, Row
 
 # Li et al.: workers whose minibatch times vary a lot (lognormal, sigma 1) on a fast network, so

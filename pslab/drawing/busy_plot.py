@@ -12,7 +12,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import PercentFormatter
 
 from .palette import PALETTES
-from ..run import Run
+from ..result import Run
 from ..timeline import SHARES
 from .timeline_plot import worker_label
 

@@ -14,7 +14,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .palette import ROLE_LABELS, ROLES
 from .sizes import CELL_IN, MIN_PT
-from ..run import Run, as_runs
+from ..result import Run, as_runs
 from .training_plot import check_ax
 
 

@@ -14,7 +14,7 @@ from typing import Sequence
 from ..checks import flag, number, run_labels
 from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
-from ..run import Run, as_runs
+from ..result import Run, as_runs
 from .tex import style_preamble
 from ..files import write_atomic
 

@@ -22,7 +22,7 @@ from ..checks import flag, number, run_labels, text as a_text
 from .palette import KINDS, LABELS, PALETTES
 from .sizes import CELL_IN
 from .training_plot import check_ax
-from ..run import Run, as_runs
+from ..result import Run, as_runs
 
 HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: there it is 1.0)
 ZORDER = {"idle": 1, "compute": 2, "fetch": 2.5, "push": 2.5, "update": 3}  # sync column on top;

@@ -21,7 +21,7 @@ from matplotlib.ticker import (FixedLocator, FuncFormatter, LogLocator, MaxNLoca
                                PercentFormatter)
 
 from ..checks import run_labels
-from ..run import Run, as_runs
+from ..result import Run, as_runs
 from .sizes import CELL_IN
 
 # One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.

@@ -20,7 +20,7 @@ from ..checks import flag, integer, number, one_of
 from ..cluster import Cluster
 from ..data import dataset_size
 from ..layout import Layout, Params
-from ..run import single_thread
+from ..model import single_thread
 from ..server import ParameterServer
 from ..timeline import Span
 from . import child

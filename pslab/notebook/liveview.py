@@ -33,7 +33,9 @@ from .dashboard_settings import (MODES, PRESETS, RANGES, SLOWDOWN, Settings,  # 
                                  bytes_per_s, describe_change, preset, value_text)
 from .livefigure import LiveFigure, nice_ceiling
 from ..drawing.plot import StalenessPlot, TimelinePlot, TrainingPlot, legend_handles
-from ..run import Run, single_thread, train
+from ..model import single_thread
+from ..result import Run
+from ..training import train
 
 TIMELINE_SIZE = (8.0, 4.0)  # inches: 16 workers + 4 shard rows still have readable labels
 TRAINING_SIZE = (7.0, 3.4)  # loss and accuracy panels, under the timeline

@@ -11,7 +11,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 import ipywidgets as W
 
-from ..run import Run, single_thread, train
+from ..model import single_thread
+from ..result import Run
+from ..training import train
 
 __all__ = ["Progress", "sweep", "table", "widget_bundle"]
 

@@ -25,7 +25,7 @@ import numpy as np
 from .. import replay
 from .liveview import single_thread
 from ..drawing.dataflow_plot import flows
-from ..run import train
+from ..training import train
 
 __all__ = ["Question", "Truth", "question", "questions", "hide_answers", "show_answers",
            "answers_hidden", "QUESTIONS"]

@@ -31,7 +31,7 @@ from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_p
                        single_thread, summary)  # noqa: F401 - single_thread: public here too
 from .progress import Progress, sweep, table, widget_bundle  # noqa: F401 - public here too
 from ..checks import number
-from ..run import Run
+from ..result import Run
 
 _widget_bundle = widget_bundle  # its old name here (pslab.nas.live imports it)
 

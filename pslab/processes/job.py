@@ -12,6 +12,7 @@ from typing import Any
 
 from ..cluster import Cluster
 from ..modes import Policy
+from ..simulate import make_layout, simulate
 from .options import Options
 
 
@@ -50,8 +51,6 @@ class Job:
         return ("shard", rank) if rank < s else ("worker", rank - s)
 
     def layout(self):
-        from ..run import make_layout
-
         return make_layout(self.shards, self.hidden)
 
     def config(self) -> dict[str, Any]:
@@ -69,13 +68,12 @@ def make_job(policy: Policy, config: dict[str, Any], options: Options) -> Job:
     """The job for train's validated `config`. A timing-only simulated run of the same settings
     gives the order of each sync round's pushes: the shards add gradients in that order, so a
     sync run on processes ends bit for bit where the simulated one does."""
-    from ..run import train
-
     cluster: Cluster = config["cluster"]
     keys = dict(workers=config["workers"], accumulate=config["accumulate"], lr=config["lr"],
                 batch=config["batch"], steps=config["steps"], shards=config["shards"],
                 seed=config["seed"], hidden=config["hidden"])
-    timing = train(mode=policy, cluster=cluster, numerics=False, **keys)
+    timing = simulate(policy, dict(keys, mode=policy.name, cluster=cluster, numerics=False,
+                                   staleness_lr=False), make_layout(keys["shards"], keys["hidden"]))
     keys["staleness_lr"] = bool(config.get("staleness_lr", False))
     layout = timing.layout
     total = layout.size

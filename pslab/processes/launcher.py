@@ -29,7 +29,7 @@ import torch
 from ..checkpoint import FORMAT, load_file, plain_settings, settings_from_plain
 from ..files import save_tensors
 from ..modes import Policy
-from ..run import Run
+from ..result import Run
 from .child import Meeting, main
 from .job import Job, make_job
 from .measured import assemble

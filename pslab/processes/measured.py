@@ -17,8 +17,9 @@ import torch
 
 from ..data import Digits
 from ..model import evaluate, init_params, score
-from ..run import Run, single_thread
-from ..simulation import Record
+from ..model import single_thread
+from ..result import Run
+from ..timeline import Record
 from ..timeline import Span, gaps
 from .job import Job
 

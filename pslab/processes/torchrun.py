@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ..modes import SSP, Backup, SoftSync, policy_for
-from ..run import Run
+from ..result import Run
 from .child import main as play
 from .job import Job, make_job
 from .measured import assemble

@@ -1,0 +1,92 @@
+"""The simulated backend: train's checked settings run on the virtual clock (figures 000-002).
+
+Builds the data, the model, the server, the workers and the actors on the clock, runs them
+(writing or resuming a checkpoint on the way) and returns the `Run`. The process backend
+(pslab/processes/) is its sibling; the front door (pslab/training.py) picks one of them.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from functools import partial
+from numbers import Integral
+from typing import Any
+
+from .allreduce import RingSimulation
+from .checkpoint import Checkpoint
+from .data import Digits
+from .divergence import warn_if_diverged
+from .layout import Layout
+from .model import LAYERS, init_params, score, shapes, single_thread
+from .modes import Policy
+from .result import Run
+from .server import ParameterServer
+from .simulation import Simulation, no_numbers
+from .worker import Worker
+
+
+def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: bool = False,
+             checkpoint: Checkpoint | None = None) -> Run:
+    """The simulated backend: train's checked `config` run on the virtual clock."""
+    workers, accumulate, steps = config["workers"], config["accumulate"], config["steps"]
+    batch, seed, cluster = config["batch"], config["seed"], config["cluster"]
+    numerics, hidden, lr = config["numerics"], config["hidden"], config["lr"]
+    staleness_lr = config["staleness_lr"]
+    shard_bytes = cluster.timing_bytes(layout.shard_bytes())
+    data = Digits.load(seed) if numerics else None
+    params = init_params(data.features, hidden, data.classes, seed) if data else None
+    server = ParameterServer(params, layout, policy.server_lr(lr, workers),
+                             aggregate=policy.aggregate(workers))
+    crew = [Worker(i, data, workers, accumulate, batch, layout=layout) for i in range(workers)]
+
+    score = partial(_score, server, data)
+
+    actors = RingSimulation if policy.ring else Simulation  # ring: no server (allreduce.py)
+    sim = actors(server, crew, policy, cluster,
+                 cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
+                 shard_bytes, score if data else no_numbers, staleness_lr)
+    start_loss = score()[0] if data else math.nan
+    if progress:
+        from tqdm.auto import tqdm
+
+        pushes = steps * workers // policy.aggregate(workers)
+        updates = steps if policy.waits_for_update else pushes
+        sim.progress = tqdm(total=updates, desc=f"{policy.name}, {workers} workers", unit="update")
+    with single_thread():
+        if checkpoint is not None:  # write the state on the way, or carry on from written state
+            checkpoint.play(sim, dict(config, mode=policy))
+        else:
+            sim.run()
+    if sim.progress is not None:
+        sim.progress.close()
+    if sim.interrupted:
+        warnings.warn(f"run interrupted at virtual time {sim.makespan:.3g} s after "
+                      f"{len(sim.history)} updates: returning the partial run", stacklevel=3)
+    groups = [layout.names_in(s) for s in range(layout.shards)]
+    if policy.ring:  # no server rows to draw
+        groups, shard_bytes = [], []
+    run = Run(config, sim.timeline, sim.history, server.weights(), sim.makespan, groups,
+              shard_bytes, complete=not sim.interrupted, layout=layout,
+              push_staleness=sim.push_staleness, start_loss=start_loss)
+    warn_if_diverged(run)
+    return run
+
+
+def _score(server: ParameterServer, data: Digits) -> tuple[float, float]:
+    """(training loss, test accuracy) of the server's weights now."""
+    return score(server.layout.unflatten(server.flat()), data)
+
+
+MAX_SHARDS = 256
+
+
+def make_layout(shards: int | str, hidden: int) -> Layout:
+    """The server's layout for `train(shards=...)`: "layers" or S near-equal key ranges."""
+    sizes = shapes(features=64, hidden=hidden, classes=10)
+    if shards == "layers":
+        return Layout.by_layer(sizes, LAYERS)
+    if not (isinstance(shards, Integral) and not isinstance(shards, bool)
+            and 1 <= shards <= MAX_SHARDS):
+        raise ValueError(f"shards must be 'layers' or an integer from 1 to {MAX_SHARDS} "
+                         f"(got {shards!r})")
+    return Layout.key_range(sizes, int(shards))

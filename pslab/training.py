@@ -1,0 +1,105 @@
+"""`pslab.train`: the front door of figures 000-002. One call checks every argument once,
+then hands the run to a backend: the virtual clock (pslab/simulate.py) or real OS processes
+(pslab/processes/); `pslab.resume` carries a checkpointed run on. It sits above both backends
+and below the tiers (nas, classic), drawing and the notebooks.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .checks import flag, integer, number
+from .checkpoint import Checkpoint, settings_from_plain
+from .checkpoint import load as load_checkpoint
+from .cluster import Cluster
+from .data import dataset_size
+from .limits import check_fits
+from .modes import Policy, policy_for
+from .processes.options import check_options
+from .result import Run
+from .simulate import make_layout, simulate
+
+
+def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
+          batch: int = 32, steps: int = 50, shards: int | str = "layers", seed: int = 0,
+          cluster: Cluster | None = None, numerics: bool = True, hidden: int = 32,
+          progress: bool = False, backend: str = "simulated", time_scale: float | None = None,
+          timeout: float | None = None, address: str | None = None,
+          start_method: str | None = None, kill: dict[int, int] | None = None,
+          hang: dict[int, int] | None = None, checkpoint: Checkpoint | None = None,
+          staleness_lr: bool = False) -> Run:
+    """Train the digits MLP on a parameter server in virtual time.
+
+    mode: "sync", "async" or pslab.SSP(s). workers: how many. accumulate: minibatches per push.
+    lr: SGD step size. batch: rows per minibatch. steps: pushes per worker. shards: "layers"
+    (figure 000: {W_o, b_o} and {W_h, b_h}) or an int S from 1 to 256, S key ranges of
+    near-equal bytes (ps-lite's key ranges). seed: every random choice. cluster: the timing
+    model (default Cluster()).
+    numerics: False runs the same timeline without any arithmetic (fast, for large clusters).
+    hidden: width of the hidden layer. progress: show a progress bar (a notebook bar in Jupyter).
+    Interrupting a run (Ctrl-C, or the notebook's stop button) returns what was computed so far,
+    with `run.complete == False`.
+    backend: "simulated" (the virtual clock) or "processes": each shard and worker an OS
+    process on torch.distributed (gloo), timeline measured; it alone takes time_scale (real
+    seconds slept per virtual second of the cluster's durations, default 0.01), timeout
+    (seconds, default 10), address (default "127.0.0.1", loopback), start_method
+    ("forkserver" or "spawn"), kill / hang ({worker: step}: faults on purpose). See
+    docs/processes.md.
+    staleness_lr: divide each push's learning rate by max(1, its staleness) (Zhang et al. 2016).
+    checkpoint: pslab.Checkpoint(path, at=t) writes the run's whole state when virtual time
+    reaches t; pslab.resume(path) carries it on, bit for bit (checkpoint.py). On processes,
+    Checkpoint(path) writes the server's shards after every round (barrier modes).
+    mode may also be pslab.Backup(b), pslab.SoftSync(c) or "allreduce" (pslab.modes).
+    """
+    policy = policy_for(mode)
+    workers = integer("workers", workers)
+    accumulate = integer("accumulate", accumulate)
+    lr = number("lr", lr, positive=True)
+    batch = integer("batch", batch, high=dataset_size())
+    steps = integer("steps", steps)
+    hidden = integer("hidden", hidden)
+    seed = integer("seed", seed, low=0, high=2**64 - 1)  # what torch.Generator accepts
+    policy.check(workers, steps)
+    for name, value in (("numerics", numerics), ("progress", progress),
+                        ("staleness_lr", staleness_lr)):
+        flag(name, value)
+    cluster = Cluster() if cluster is None else cluster
+    if not isinstance(cluster, Cluster):
+        raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
+    layout = make_layout(shards, hidden)
+    cluster.check(workers, steps * accumulate)
+    check_fits(workers=workers, steps=steps, accumulate=accumulate, shards=layout.shards,
+               keys=layout.size, batch=batch, hidden=hidden, numerics=numerics,
+               updates=workers * steps // policy.aggregate(workers))
+    options = check_options(backend, workers, steps, layout.shards, time_scale=time_scale,
+                            timeout=timeout, address=address, start_method=start_method,
+                            kill=kill, hang=hang)
+
+    config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
+                  steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
+                  hidden=hidden, staleness_lr=staleness_lr)
+    if options is not None and policy.ring:
+        raise ValueError(f"backend='processes' runs the parameter-server modes (sync, async, "
+                         f"SSP, Backup, SoftSync), not a ring all-reduce (got mode={policy.name})")
+    if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
+        raise ValueError(f"checkpoint must be a pslab.Checkpoint (got {checkpoint!r})")
+    if options is not None:  # real processes: pslab/processes/
+        if not numerics:
+            raise ValueError("numerics=False only applies to backend='simulated'")
+        from .processes.launcher import launch  # loaded on first use: import pslab stays light
+
+        return launch(policy, config, options, progress, checkpoint)
+    return simulate(policy, config, layout, progress, checkpoint)
+
+
+def resume(path: str | Path, progress: bool = False) -> Run:
+    """Carry a checkpointed run on to its end; returns the Run (as if never interrupted)."""
+    flag("progress", progress)
+    saved = load_checkpoint(path)
+    settings = settings_from_plain(saved["settings"])
+    if saved.get("backend") == "processes":
+        from .processes.launcher import resume_processes
+
+        return resume_processes(saved, Path(path), progress)
+    again = Checkpoint(path)
+    again.resuming = True
+    return train(**settings, progress=progress, checkpoint=again)
