@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from .divergence import divergence
-from .layout import Layout
+from .layout import Layout, Params
 from .tracefile import to_chrome_trace
 from .timeline import Record, Span, covered, total, worker_shares
 

@@ -7,15 +7,16 @@ import pytest
 import pslab
 from pslab import quiz, replay
 from pslab.liveview import single_thread
+from pslab.notebook import question as asking  # where a question's pieces and state live
 from pslab.plot import flows
 
 
 @pytest.fixture(autouse=True)
 def answers_follow_the_environment(monkeypatch):
     monkeypatch.delenv("PSLAB_HIDE_ANSWERS", raising=False)
-    quiz._hidden = None
+    asking._hidden = None
     yield
-    quiz._hidden = None
+    asking._hidden = None
 
 
 def wrong_answer(q: quiz.Question):
@@ -31,7 +32,7 @@ def test_every_question_checks_right_and_wrong(key, capsys):
     assert key in repr(q) and "Answer with" in repr(q)
     truth = q.truth()
     assert truth.why and len(truth.why) > 40
-    why = " ".join(truth.why.split())  # printed wrapped between words (quiz.WIDTH)
+    why = " ".join(truth.why.split())  # printed wrapped between words (asking.WIDTH)
     q.check(truth.value)
     out = capsys.readouterr().out
     assert out.startswith("✔ Right") and why in " ".join(out.split()) and q.last is True
@@ -41,7 +42,7 @@ def test_every_question_checks_right_and_wrong(key, capsys):
     assert why in " ".join(out.split()) and q.last is False
     # no line wider than a projector's cell, and no word cut in two to get there
     for text in (out, repr(q)):
-        assert all(len(line) <= quiz.WIDTH or " " not in line for line in text.splitlines())
+        assert all(len(line) <= asking.WIDTH or " " not in line for line in text.splitlines())
     words = set(" ".join(truth.why.split()).split())
     assert set(out.split()) >= words
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from os import PathLike
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..checks import flag, number, run_labels
 from .palette import LABELS, PALETTES, TEX_PREFIX
@@ -103,6 +103,11 @@ def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: b
     return out, bottom - 1.6
 
 
+# Results of the tiers above (a NAS Search): their TikZ drawer, registered by the tier itself when
+# it loads, so that drawing never imports a tier (pslab/nas/tikz.py: OTHER_RESULTS[Search]).
+OTHER_RESULTS: dict[type, Callable[..., str]] = {}
+
+
 def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str = "ps",
          labels: Sequence[str] | None = None, column: bool | None = None,
          width: float = 14.0) -> str:
@@ -114,10 +119,9 @@ def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str 
     width = number("width (cm)", width, positive=True, high=WIDEST)
     if path is not None and not isinstance(path, (str, PathLike)):
         raise ValueError(f"path must be a file name (str or Path) or None (got {path!r})")
-    if type(run).__module__ == "pslab.nas.search":  # figure 003: loaded only when asked for
-        from ..nas.tikz import tikz as tiers_tikz
-
-        return tiers_tikz(run, path, width=width)
+    drawer = OTHER_RESULTS.get(type(run))
+    if drawer is not None:  # figure 003's Search: drawn by the tier that made it
+        return drawer(run, path, width=width)
     if palette not in PALETTES:
         raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
     runs = as_runs(run)

@@ -16,10 +16,10 @@ from .diagram import plot_figure, plot_hierarchy
 from .random_search import random_search
 from .schedule import Sample, Update
 from .search import Found, Search, search
-from .questions import question
 from .scale import PAPER, format_sweep, lower_bound, paper_scale, plot_sweep, sweep_servers
 from .space import ACTIVATIONS, Arch, Space, describe
 from .tiers_plot import plot_tiers
+from . import tikz as _tikz  # noqa: F401 - registers pslab.tikz(search)
 
 __all__ = ["search", "random_search", "Search", "Space", "Budget", "Sample", "Update", "Found",
            "Arch", "ACTIVATIONS", "describe", "clear_cache", "duels", "plot_rewards",
@@ -34,4 +34,8 @@ def __getattr__(name: str):
         from . import live
 
         return getattr(live, name)
+    if name == "question":  # the predict-then-run questions: notebook pieces, on first use
+        from .questions import question
+
+        return question
     raise AttributeError(f"module 'pslab.nas' has no attribute {name!r}")

@@ -44,7 +44,7 @@ def table(found: Sequence[Duel], first: int = 3) -> list[tuple]:
 
 def format_table(found: Sequence[Duel], first: int = 3) -> str:
     """`table` as text, one line per seed and method, then the means over seeds."""
-    from ..notebook.widgets import table as text_table
+    from ..text import table as text_table
 
     rows = [(seed, m, f"{a:.1%}", f"{b:.1%}", f"{c:.1%}")
             for seed, m, a, b, c in table(found, first)]

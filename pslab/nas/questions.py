@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..notebook.quiz import Question, Truth
+from ..notebook.question import Question, Truth
 from . import compare, scale
 from .search import search
 from .tiers_plot import server_busy

@@ -43,7 +43,7 @@ def lower_bound(rounds: int = 5, seed: int = 0) -> float:
 
 def format_sweep(results: Sequence[Search]) -> str:
     """One line per S: makespan, the busiest shard's load, the worst staleness."""
-    from ..notebook.widgets import table
+    from ..text import table
 
     return table([(r.servers, f"{r.makespan:.1f}", f"{server_busy(r):.0%}",
                    max(r.staleness, default=0)) for r in results],

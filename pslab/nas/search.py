@@ -150,7 +150,7 @@ class Search:
 
     def updates_table(self, first: int = 8) -> str:
         """The first updates of Θ as a text table: who pushed, when, how stale."""
-        from ..notebook.widgets import table  # the plain-text table helper of the notebooks
+        from ..text import table
 
         rows = [(f"{u.time:.2f}", "all" if u.controller is None else f"C{u.controller}",
                  u.round + 1, u.version, u.staleness, f"{u.reward:.1%}")

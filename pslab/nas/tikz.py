@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..drawing.export import _esc, _num, _ticks
+from ..drawing.export import OTHER_RESULTS, _esc, _num, _ticks
 from ..drawing.tex import style_preamble
 from .search import Search
 from .tiers_plot import NAMES, blocks, rows
@@ -64,3 +64,6 @@ def tikz(result: Search, path: str | Path | None = None, width: float = 14.0,
     if path is not None:
         write_atomic(path, doc.encode("utf-8"))
     return doc
+
+
+OTHER_RESULTS[Search] = tikz  # pslab.tikz(search) draws it: drawing imports no tier

@@ -7,13 +7,14 @@ The bar's text (what nbval compares) is fixed when it is shown, so outputs stay 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import ipywidgets as W
 
 from ..model import single_thread
 from ..result import Run
 from ..training import train
+from ..text import table  # noqa: F401 - public here too
 
 __all__ = ["Progress", "sweep", "table", "widget_bundle"]
 
@@ -81,9 +82,3 @@ def sweep(values: Iterable[Any], make: Callable[[Any], dict[str, Any]],
     return runs
 
 
-def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
-    """A plain-text table (fixed widths), for printing run numbers that compare exactly."""
-    cells = [[str(h) for h in header]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
