@@ -24,6 +24,12 @@ import math
 from .checks import integer
 
 
+# The largest bound a mode takes on its own, before it meets a run: more workers, steps or pushes
+# than any run on one machine can hold (a run's memory estimate refuses far less). What needs
+# the run (b < workers, c dividing workers * steps) is checked by `check`, when train has it.
+MOST = 10**9
+
+
 class Policy:
     name = "policy"
     waits_for_update = False  # True: after pushing, wait for the update, then fetch (a barrier)
@@ -73,7 +79,7 @@ class Backup(Sync):
     """
 
     def __init__(self, b: int):
-        self.b = integer("b (the number of backup workers)", b, low=0)
+        self.b = integer("b (the number of backup workers)", b, low=0, high=MOST)
         self.name = f"Backup({self.b})"
 
     def aggregate(self, workers: int) -> int:
@@ -97,7 +103,7 @@ class SoftSync(Policy):
     workers is SoftSync(λ // n)."""
 
     def __init__(self, c: int):
-        self.c = integer("c (pushes averaged per update)", c)
+        self.c = integer("c (pushes averaged per update)", c, high=MOST)
         self.name = f"SoftSync({self.c})"
 
     def aggregate(self, workers: int) -> int:
@@ -120,7 +126,7 @@ class SSP(Policy):
     """
 
     def __init__(self, s: int):
-        self.bound = integer("s (the SSP staleness bound)", s, low=0)
+        self.bound = integer("s (the SSP staleness bound)", s, low=0, high=MOST)
         self.name = f"SSP({self.bound})"
 
     @property

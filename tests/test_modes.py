@@ -170,3 +170,13 @@ def test_allreduce_timeline_draws_with_the_same_plots():
     assert labels == ["G0", "G1", "G2"]  # no server rows: there is no server
     assert run.barrier_time > 0 and run.queue_time == 0.0  # the fast wait for G2, no queue
     assert "\\draw" in tikz(run)
+
+
+@pytest.mark.parametrize("make, name", [(pslab.SSP, "s"), (pslab.Backup, "b"),
+                                        (pslab.SoftSync, "c")])
+def test_a_mode_checks_its_own_bound_when_made(make, name):
+    """One place per rule: a bound beyond any run is refused by the mode itself, before train;
+    what needs the run (b < workers, c dividing the pushes) is checked when train has it."""
+    with pytest.raises(ValueError, match=f"^{name} .* from [01] to 1000000000"):
+        make(10**30)
+    assert make(10**9).name == f"{make.__name__}({10**9})"

@@ -239,3 +239,17 @@ def test_one_lstm_controller_one_child_is_reinforce_through_torch_lstmcell():
     assert result.favourite() == lstm.greedy(result.parameters(), space)
     start = torch.cat([t.reshape(-1) for t in lstm.init(space, seed).values()])
     assert (flat - start).abs().max() > 1e-3  # the controller did move
+
+
+def test_search_and_random_search_take_the_same_arguments():
+    import inspect
+
+    from pslab import nas
+
+    assert set(inspect.signature(nas.search).parameters) == \
+        set(inspect.signature(nas.random_search).parameters)
+    kw = dict(servers=3, controllers=2, children=2, rounds=2, seed=1, lr=2.0, mode="sync",
+              numerics=False, cube=True, decay=0.5, policy="lstm")
+    assert nas.random_search(**kw).config["servers"] == nas.search(**kw).config["servers"] == 3
+    with pytest.raises(ValueError, match="mode"):  # checked the same way too
+        nas.random_search(mode="bogus")

@@ -59,7 +59,7 @@ ENTRIES = [
     Entry("pslab.Backup", allowed=dict(b=(0, 10**30))),
     Entry("pslab.SoftSync", allowed=dict(c=(10**30,))),
     Entry("pslab.nas.search", allowed=dict(seed=(0,), lr=(1e300,), decay=(0.0,))),
-    Entry("pslab.nas.random_search", allowed=SEED),
+    Entry("pslab.nas.random_search", allowed=dict(seed=(0,), lr=(1e300,), decay=(0.0,))),
     Entry("pslab.replay.figure000", allowed=SEED),
     Entry("pslab.replay.figure001", allowed=dict(seed=(0,), sync_time=(0.0,))),
     Entry("pslab.replay.figure002", allowed=SEED), Entry("pslab.replay.figure003", allowed=SEED),
