@@ -1,10 +1,19 @@
-"""The backbone of pslab's correctness: runs that must end with the same weights."""
+"""The backbone of pslab's correctness: runs that must end with the same weights.
+
+Two precisions, each tested as claimed (README, "Equivalences"): bit for bit (torch.equal) where
+both runs do the same float operations in the same order (async or SSP(huge) with one worker vs
+sync, all-reduce vs sync, a resumed run vs the uninterrupted one, processes vs the
+simulation); to float round-off where the sums are grouped differently (N gradients of b rows
+averaged vs one gradient of N·b rows; k accumulated minibatches vs one of k·b rows): then the
+largest difference is within ROUND_OFF of the largest weight (measured: 3-4e-7 after 25-30
+updates, a few float32 ulps)."""
 import pytest
 import torch
 
 import pslab
 
 FREE = pslab.Cluster.free()
+ROUND_OFF = 2e-6  # relative to the tensor's largest magnitude; float32's ulp is 1.2e-7
 
 
 def assert_same_weights(a: pslab.Run, b: pslab.Run, exact: bool = False) -> None:
@@ -13,7 +22,8 @@ def assert_same_weights(a: pslab.Run, b: pslab.Run, exact: bool = False) -> None
         if exact:
             assert torch.equal(a.weights[name], b.weights[name]), name
         else:
-            torch.testing.assert_close(a.weights[name], b.weights[name], rtol=1e-4, atol=1e-5)
+            x, y = a.weights[name], b.weights[name]
+            assert float((x - y).abs().max()) <= ROUND_OFF * float(y.abs().max()), name
 
 
 @pytest.mark.parametrize("workers", [2, 3, 4])
