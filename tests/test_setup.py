@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CONDA_NAMES = {"torch": "pytorch"}  # the same package under conda-forge's name
+CONDA_NAMES = {"torch": "pytorch", "build": "python-build"}  # the same packages under conda-forge's names
 
 
 def requirement(text: str) -> tuple[str, str]:
