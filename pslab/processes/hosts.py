@@ -1,0 +1,232 @@
+"""Hosts with their own addresses and shaped links, on one machine: a run "across machines" for
+real (figure 000's server and workers on separate hosts), without leaving this one.
+
+`Hosts(3, bandwidth=8e6)` makes three Linux network namespaces, each a host with its own
+address (10.77.x.1, .2, ...) on a veth link to one bridge, every link shaped by a token bucket
+(`tc tbf`) to `bandwidth` bits per second in both directions. `hosts.run(i, cmd)` starts a
+command on host i. Leaving the `with` block — normally, on an error or on Ctrl-C — kills what
+was started and removes every namespace, link and the bridge. It needs root (CAP_NET_ADMIN):
+elsewhere it says so at once (`HostsUnavailable`). Latency is what a veth link gives (tens of
+µs): this kernel has no `netem` to add delay. Traffic stays inside the namespaces made here.
+
+`torchrun_across(hosts, ...)` launches a pslab run there with torchrun, one node per host (a
+static rendezvous at host 0, so node r is rank r): shards on the first hosts, workers on the
+rest, each listening on its own host's address.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from ..checks import integer, number
+
+PREFIX = "pslab"  # every namespace, link and bridge made here starts with it
+SUBNET = "10.77"  # host i of run k: 10.77.k.(i+1)
+MOST_HOSTS = 16
+
+
+class HostsUnavailable(RuntimeError):
+    """Network namespaces cannot be made here (not root, no `ip`, no `tc`)."""
+
+
+def unavailable() -> str | None:
+    """Why hosts cannot be made on this machine, or None when they can."""
+    if os.geteuid() != 0:
+        return "network namespaces need root (CAP_NET_ADMIN); this process is not root"
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            return f"the `{tool}` command (Debian's iproute2) is not installed"
+    return None
+
+
+def leftovers() -> list[str]:
+    """Namespaces and links of ours that still exist (a test asserts there are none)."""
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    found = [line.split()[0] for line in names.splitlines() if line.startswith(PREFIX)]
+    found += [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()
+              if line.split(":")[1].strip().startswith(PREFIX)]
+    return found
+
+
+class Hosts:
+    """H hosts (network namespaces) with shaped links; a context manager that cleans up."""
+
+    def __init__(self, count: int, bandwidth: float = 8e6):
+        self.count = integer("count (hosts)", count, low=2, high=MOST_HOSTS)
+        self.bandwidth = number("bandwidth (bits per second)", bandwidth, low=1e5, high=1e11)
+        self.tag = f"{PREFIX}{os.getpid() % 100000}"  # one per run: concurrent runs never collide
+        self.procs: list[subprocess.Popen] = []
+        self.addresses: list[str] = []
+        self._made: list[tuple[str, str]] = []
+
+    def namespace(self, i: int) -> str:
+        return f"{self.tag}h{i}"
+
+    def __enter__(self) -> "Hosts":
+        why = unavailable()
+        if why:
+            raise HostsUnavailable(why)
+        net = self._free_subnet()
+        try:
+            self._ip("link", "add", f"{self.tag}br", "type", "bridge")
+            self._made.append(("link", f"{self.tag}br"))
+            self._ip("link", "set", f"{self.tag}br", "up")
+            for i in range(self.count):
+                self._add_host(i, f"{net}.{i + 1}")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _add_host(self, i: int, address: str) -> None:
+        ns, outside = self.namespace(i), f"{self.tag}v{i}"
+        self._ip("netns", "add", ns)
+        self._made.append(("netns", ns))
+        self._ip("link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        self._made.append(("link", outside))  # deleted first: a namespace's end goes later
+        self._ip("link", "set", outside, "master", f"{self.tag}br", "up")
+        self._ip("-n", ns, "addr", "add", f"{address}/24", "dev", "eth0")
+        self._ip("-n", ns, "link", "set", "eth0", "up")
+        self._ip("-n", ns, "link", "set", "lo", "up")
+        rate = f"{int(self.bandwidth)}bit"
+        burst = f"{max(16 * 1024, int(self.bandwidth / 8 / 100))}b"  # 10 ms of the rate
+        shape = ["qdisc", "add", "dev", "eth0", "root", "tbf", "rate", rate, "burst", burst,
+                 "latency", "50ms"]
+        _run(["ip", "netns", "exec", ns, "tc", *shape])  # out of the host
+        _run(["tc", *shape[:3], outside, *shape[4:]])  # into the host
+        self.addresses.append(address)
+
+    def _free_subnet(self) -> str:
+        used = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
+        for k in range(1, 255):
+            net = f"{SUBNET}.{k}"
+            if f" {net}." not in used and not self._subnet_in_namespaces(net):
+                return net
+        raise HostsUnavailable(f"no free subnet under {SUBNET}.0.0/16")
+
+    def _subnet_in_namespaces(self, net: str) -> bool:
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        for line in names.splitlines():
+            if line.startswith(PREFIX):
+                inside = subprocess.run(["ip", "-n", line.split()[0], "-o", "addr"],
+                                        capture_output=True, text=True).stdout
+                if f" {net}." in inside:
+                    return True
+        return False
+
+    def run(self, i: int, cmd: Sequence[str], **popen) -> subprocess.Popen:
+        """Start `cmd` on host i (its own process group, so that it can be stopped whole)."""
+        p = subprocess.Popen(["ip", "netns", "exec", self.namespace(i), *cmd],
+                             start_new_session=True, **popen)
+        self.procs.append(p)
+        return p
+
+    def pids(self, i: int) -> list[int]:
+        out = subprocess.run(["ip", "netns", "pids", self.namespace(i)], capture_output=True,
+                             text=True).stdout
+        return [int(p) for p in out.split()]
+
+    def close(self) -> None:
+        """Stop every process started on the hosts, then remove the namespaces and links."""
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        for i in range(self.count):  # anything else still inside a namespace
+            if ("netns", self.namespace(i)) in self._made:
+                for pid in self.pids(i):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+        for kind, name in reversed(self._made):  # links, then namespaces, then the bridge
+            subprocess.run(["ip", "netns", "del", name] if kind == "netns"
+                           else ["ip", "link", "del", name], capture_output=True)
+        self._made.clear()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _ip(self, *args: str) -> None:
+        _run(["ip", *args])
+
+
+def _run(cmd: list[str]) -> None:
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        raise HostsUnavailable(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+
+
+def torchrun_across(hosts: Hosts, out: str | Path, shards: int = 1, mode: str = "sync",
+                    steps: int = 6, timeout: float = 10.0, time_scale: float = 0.01,
+                    port: int = 29500, extra: Sequence[str] = ()) -> list[subprocess.Popen]:
+    """Start one pslab run across the hosts under torchrun, one rank per host: shards on hosts
+    0..shards-1 (figure 000's server), workers on the rest. Returns the torchrun processes
+    (each writes its reports into `out`, a folder every host sees: they share this machine's
+    files); `pslab.processes.load_run(out)` reads the run once they are done."""
+    shards = integer("shards", shards, high=hosts.count - 1)
+    workers = hosts.count - shards
+    torchrun = Path(sys.executable).with_name("torchrun")
+    master = str(ipaddress.ip_address(hosts.addresses[0]))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    procs = []
+    for r, address in enumerate(hosts.addresses):
+        cmd = [str(torchrun), "--nnodes", str(hosts.count), "--nproc-per-node", "1",
+               "--node-rank", str(r), "--rdzv-backend", "static", "--master-addr", master,
+               "--master-port", str(port), "-m", "pslab.processes",
+               "--shards", str(shards), "--workers", str(workers), "--mode", mode,
+               "--steps", str(steps), "--timeout", str(timeout),
+               "--time-scale", str(time_scale), "--address", address, "--out", str(out),
+               *extra]
+        procs.append(hosts.run(r, cmd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True))
+    return procs
+
+
+def wait_all(procs: list[subprocess.Popen], seconds: float) -> list[int | None]:
+    """Wait up to `seconds` for every process; their exit codes (None: still running)."""
+    end = time.monotonic() + seconds
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    return [p.poll() for p in procs]
+
+
+def run_across(hosts: int = 3, bandwidth: float = 8e6, shards: int = 1, mode: str = "sync",
+               steps: int = 6, timeout: float = 10.0, time_scale: float = 0.01,
+               out: str | Path | None = None):
+    """One call: make `hosts` hosts with links of `bandwidth` bits/s, run pslab across them
+    under torchrun (shards on the first hosts, workers on the rest), remove everything, and
+    return the measured Run. Raises HostsUnavailable where namespaces cannot be made (not root),
+    and RuntimeError with the ranks' last words when a rank fails."""
+    import tempfile
+
+    from .torchrun import load_run
+
+    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="pslab-hosts-"))
+    with Hosts(hosts, bandwidth) as made:
+        procs = torchrun_across(made, folder, shards=shards, mode=mode, steps=steps,
+                                timeout=timeout, time_scale=time_scale)
+        codes = wait_all(procs, 3 * timeout + steps * 10 * time_scale + 120)
+        if any(c != 0 for c in codes):
+            words = [p.stdout.read()[-600:] if p.poll() is not None else "(still running)"
+                     for p in procs]
+            raise RuntimeError(f"a rank failed across hosts (exit codes {codes}): {words}")
+    return load_run(folder)

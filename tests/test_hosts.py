@@ -1,0 +1,90 @@
+"""Across machines for real (issue 21): hosts with their own addresses and shaped links (network
+namespaces, veth, a bridge, tc tbf), a pslab run under torchrun across them with the simulated
+weights, and nothing left behind — also when a host's worker is killed mid-run. Root only: the
+tests skip with the reason elsewhere."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import pslab
+from pslab.processes.hosts import Hosts, leftovers, torchrun_across, unavailable, wait_all
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+
+
+def alive(procs) -> list[int]:
+    return [p.pid for p in procs if p.poll() is None]
+
+
+def test_sync_across_three_hosts_under_torchrun_gives_the_simulated_weights(tmp_path):
+    with Hosts(3, bandwidth=50e6) as hosts:
+        assert len(set(hosts.addresses)) == 3 and all(a.startswith("10.77.")
+                                                        for a in hosts.addresses)
+        procs = torchrun_across(hosts, tmp_path, shards=1, steps=6)
+        codes = wait_all(procs, 180)
+        logs = [p.stdout.read()[-1500:] for p in procs]
+        assert codes == [0, 0, 0], logs
+        namespaces = [hosts.namespace(i) for i in range(3)]
+    assert leftovers() == [] and not alive(procs)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(ns in listed for ns in namespaces)
+    run = pslab.processes.load_run(tmp_path)
+    sim = pslab.train(mode="sync", workers=2, shards=1, steps=6)
+    assert run.complete and run.updates == 6
+    assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
+
+
+def test_a_killed_worker_host_leaves_nothing_behind(tmp_path):
+    with Hosts(3, bandwidth=50e6) as hosts:
+        procs = torchrun_across(hosts, tmp_path, shards=1, steps=400, time_scale=0.05,
+                                timeout=3)
+        report = tmp_path / "rank2.jsonl"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (report.exists() and report.stat().st_size):
+            time.sleep(0.2)
+        assert report.exists(), [p.stdout.read()[-800:] for p in procs if p.poll() is not None]
+        time.sleep(1.0)
+        for pid in hosts.pids(2):  # worker 1's host goes down mid-run
+            os.kill(pid, signal.SIGKILL)
+        codes = wait_all(procs, 60)
+        assert codes[2] is not None and any(c not in (0, None) for c in codes[:2]), codes
+    assert leftovers() == [] and not alive(procs)
+
+
+def test_a_shaped_link_carries_what_was_asked(tmp_path):
+    size, asked = 1_000_000, 8e6
+    server = ("import socket,time\ns=socket.socket();s.bind(('{a}',5601));s.listen(1)\n"
+              "c,_=s.accept();n=0\nt=None\nwhile n<{size}:\n d=c.recv(65536)\n"
+              " t=t or time.perf_counter();n+=len(d)\nprint(time.perf_counter()-t)\n")
+    client = ("import socket,time\ntime.sleep(0.5)\nc=socket.create_connection(('{a}',5601))\n"
+              "c.sendall(b'x'*{size});c.close()\n")
+    with Hosts(2, bandwidth=asked) as hosts:
+        a = hosts.addresses[0]
+        rx = hosts.run(0, [sys.executable, "-c", server.format(a=a, size=size)],
+                       stdout=subprocess.PIPE, text=True)
+        tx = hosts.run(1, [sys.executable, "-c", client.format(a=a, size=size)])
+        assert wait_all([rx, tx], 60) == [0, 0]
+        seconds = float(rx.stdout.read())
+    measured = size * 8 / seconds
+    assert abs(measured - asked) / asked < 0.10, f"{measured / 1e6:.2f} Mbit/s for 8 asked"
+    assert leftovers() == []
+
+
+def test_bad_sizes_are_refused_at_once():
+    with pytest.raises(ValueError, match="count"):
+        Hosts(1)
+    with pytest.raises(ValueError, match="bandwidth"):
+        Hosts(3, bandwidth=0)
+
+
+def test_one_call_runs_across_hosts_and_cleans_up():
+    from pslab.processes.hosts import run_across
+
+    run = run_across(hosts=3, bandwidth=50e6, shards=1, mode="async", steps=5)
+    assert run.complete and run.updates == 10 and run.config["mode"] == "async"
+    assert leftovers() == []
