@@ -118,3 +118,54 @@ def test_nas_dashboard_refuses_what_its_sliders_cannot_show():
     with pytest.raises(ValueError, match="mode must be one of"):
         dash.set(mode="bsp")
     assert dash.controls["servers"].value != 1000
+
+
+def test_nas_dashboard_is_ready_only_for_the_values_its_controls_show():
+    """Moved while the search was running (servers 3 -> 8): the reward curve and the numbers
+    fade, 'ready' waits until they are of S = 8, and the numbers then say S=8."""
+    import asyncio
+
+    from pslab.nas.live import Dashboard
+
+    async def scenario():
+        dash = Dashboard(settle_delay=0.05, rounds=3)
+        dash.controls["servers"].value = 3
+        faded = (dash.numbers.layout.opacity, dash.images["rewards"].layout.opacity,
+                 'data-state="ready"' in dash.status.value)
+        run = dash._search
+
+        def search_and_move(numerics):  # the key press to 8 lands during the search for 3
+            result = run(numerics)
+            if numerics and dash.controls["servers"].value == 3:
+                dash.controls["servers"].value = 8
+            return result
+
+        dash._search = search_and_move
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if 'data-state="ready"' in dash.status.value:
+                break
+        return faded, dash
+
+    faded, dash = asyncio.run(scenario())
+    assert faded == ("0.45", "0.45", False)
+    assert 'data-state="ready"' in dash.status.value
+    assert dash.settings["servers"] == dash.result.servers == 8 and "S=8," in dash.numbers.value
+    assert dash.numbers_for == dash.settings and dash.numbers.layout.opacity == "1"
+
+
+def test_nas_dashboard_text_reads_at_10_px_in_a_590_px_cell():
+    import re
+
+    from legible import READABLE_PX, texts
+    from pslab.nas.live import Dashboard, plot_curves
+
+    dash = Dashboard(settle_delay=None, rounds=3, controllers=8, servers=8, children=4)
+    for fig in (dash.canvas.figure, plot_curves(dash.result, dash.baseline)):
+        smallest = texts(fig)[0]
+        assert smallest[0] >= READABLE_PX, smallest
+    labels = [t.get_text() for t in dash.canvas.ax.get_yticklabels()]
+    assert 0 < len(labels) < 8 + 4 + 16  # 28 rows: every k-th named, none overlapping
+    html_px = [int(px) for w in (dash.caption, dash.why, dash.numbers)
+               for px in re.findall(r"font-size:(\d+)px", w.value)]
+    assert all(px >= 12 for px in html_px)

@@ -318,3 +318,99 @@ def test_dashboard_has_no_fixed_pixel_width_wider_than_a_projector_cell():
     assert all(px <= 300 for px in fixed), fixed
     for img in dash.images.values():
         assert img.layout.width == "100%" and img.layout.max_width.endswith("px")
+
+
+def test_ready_only_when_everything_shown_is_of_the_controls_values():
+    """Quick moves: the numbers and the loss curve fade while stale; 'ready' shows only when
+    the timeline, the loss curve and the bold numbers are all of the controls' values, even
+    when a control moves while the slow path is drawing."""
+    async def scenario() -> list:
+        dash = Dashboard("002", settle_delay=0.05)
+        seen = []
+        for k in (2, 3, 4):
+            dash.controls["accumulate"].value = k
+            seen.append((dash.numbers.layout.opacity, dash.images["training"].layout.opacity,
+                         'data-state="ready"' in dash.status.value))
+        settle = dash.view.settle
+
+        def settle_and_move(progress=None):  # a key press lands while the loss is computed
+            png = settle(progress)
+            if dash.controls["accumulate"].value == 4:
+                dash.controls["accumulate"].value = 5
+            return png
+
+        dash.view.settle = settle_and_move
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if 'data-state="ready"' in dash.status.value:
+                break
+        return [seen, dash]
+
+    seen, dash = asyncio.run(scenario())
+    assert seen == [("0.45", "0.45", False)] * 3  # faded and not ready while moving
+    assert 'data-state="ready"' in dash.status.value
+    assert dash.settings.accumulate == 5 and dash.numbers_for == dash.settings
+    assert dash.view.current(dash.settings) and dash.run.config["accumulate"] == 5
+    assert describe(dash.run) in dash.numbers.value
+    assert dash.numbers.layout.opacity == dash.images["training"].layout.opacity == "1"
+
+
+@pytest.mark.parametrize("name", ["default", "000", "001", "002"])
+def test_switching_mode_at_defaults_never_collapses_without_the_reason_on_screen(name):
+    """SSP applies each push at the full lr (SSP(0) is sync at N x lr): where another mode
+    trains worse than sync or diverges, the reason and the fix stand under the numbers, and
+    the fix (the lr they name) trains as well as sync."""
+    dash = Dashboard(name, settle_delay=None)
+    dash.set(mode="sync")
+    sync_acc = dash.run.final_accuracy
+    assert dash.why.value == ""
+    for mode in ("async", "SSP"):
+        dash.set(mode=mode, lr=PRESETS[name].lr)
+        run = dash.run
+        collapsed = run.diverged or run.final_accuracy < sync_acc - 0.05
+        if collapsed:
+            assert ("applies each of the" in dash.why.value
+                    and f"SSP(0) is sync at lr {run.workers * PRESETS[name].lr:g}"
+                    in dash.why.value), (name, mode, dash.why.value)
+            if run.diverged:
+                assert "DIVERGED" in dash.why.value
+            fix = float(dash.why.value.split("Sync&#x27;s step: learning rate ")[1]
+                        .split(".<")[0].rstrip("."))
+            dash.set(lr=fix)
+            assert not dash.run.diverged and dash.run.final_accuracy > sync_acc - 0.1, \
+                (name, mode, fix, dash.run.final_accuracy, sync_acc)
+
+
+def test_async_ending_later_than_sync_is_explained_under_the_numbers():
+    dash = Dashboard("000", settle_delay=None)  # async: 87.25 s against sync's 84.00 s
+    sync = dash.view.sync_twin()
+    assert dash.run.makespan > sync.makespan
+    assert (f"Why async ends later than sync ({dash.run.makespan:.2f} s vs "
+            f"{sync.makespan:.2f} s)") in dash.why.value
+    assert "queue at the 2 shards" in dash.why.value and "slow G0" in dash.why.value
+    dash.set(mode="sync")
+    assert "ends later" not in dash.why.value
+    dash = Dashboard("002", settle_delay=None, mode="async")  # async first here: no line
+    assert dash.run.makespan < dash.view.sync_twin().makespan
+    assert "ends later" not in dash.why.value
+
+
+@pytest.mark.parametrize("name", ["default", "000", "001", "002"])
+def test_live_plots_read_at_10_px_and_fit_one_screen_at_1024x768(name):
+    """Drawn a cell wide (no shrinking at 1024x768) with text >= 10 px; the timeline and the
+    loss curve are short enough to share ~500 px of notebook with the controls (the browser
+    test checks the real page); many rows: every k-th is named, the labels never overlap."""
+    from legible import READABLE_PX, texts
+
+    dash = Dashboard(name, settle_delay=None)
+    dash.set(workers=16, shards=8) if name != "001" else dash.set(workers=16)
+    for fig in (dash.view.timeline.figure, dash.view.training.figure):
+        width, height = fig.canvas.get_width_height(physical=True)
+        assert width <= 590 and texts(fig)[0][0] >= READABLE_PX, (width, texts(fig)[0])
+    heights = [dash.view.timeline.figure.canvas.get_width_height()[1],
+               dash.view.training.figure.canvas.get_width_height()[1]]
+    assert sum(heights) <= 360, heights
+    ax = dash.view.timeline.ax
+    rows_px = ax.bbox.height
+    labels = ax.get_yticklabels()
+    assert len(labels) * 11 <= rows_px, (len(labels), rows_px)

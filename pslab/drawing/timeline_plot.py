@@ -122,6 +122,7 @@ class TimelinePlot:
                       fontsize=10, frameon=False)
         self.rows: list[str] = []
         self.min_px = 0.0  # see _visible; the live dashboards set it
+        self.label_every = 1  # a short live timeline with many rows names every k-th row
         self.narrow = False  # compare() side by side sets it: the title wraps
 
     def update(self, run: Run, xmax: float | None = None) -> None:
@@ -138,8 +139,10 @@ class TimelinePlot:
                            if mine.any() else [])
         self.ax.set_xlim(0, right)
         self.ax.set_ylim(len(self.rows) - 0.5, -0.5)  # inverted: first row on top
-        if [t.get_text() for t in self.ax.get_yticklabels()] != self.rows:  # ticks cost ~1 ms
-            self.ax.set_yticks(range(len(self.rows)), self.rows)  # size: the axes' tick_params
+        ticks = range(0, len(self.rows), max(1, self.label_every))
+        labels = [self.rows[i] for i in ticks]
+        if [t.get_text() for t in self.ax.get_yticklabels()] != labels:  # ticks cost ~1 ms
+            self.ax.set_yticks(ticks, labels)  # size: the axes' tick_params
         self.end_line.set_xdata([run.makespan, run.makespan])
         self.ax.set_xlabel(time_axis(run))
         title = title_text(run, self.label, self.column)

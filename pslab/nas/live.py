@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from .. import widgets
 from ..checks import integer
+from ..drawing.sizes import CELL_IN
 from ..notebook.livefigure import LiveFigure, png_bytes
 from ..notebook.widgets import _widget_bundle
 from .random_search import random_search
@@ -51,7 +52,7 @@ def describe_search(result: Search) -> str:
 def plot_curves(result: Search, baseline: Search | None = None) -> Figure:
     """Mean accuracy of the children per round: each replica thin, the mean thick, random
     search at the same budget grey."""
-    fig = Figure(figsize=(7.6, 3.6), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(CELL_IN, 1.85), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(1, result.rounds + 1)
     for k, row in enumerate(result.rewards):
@@ -65,9 +66,11 @@ def plot_curves(result: Search, baseline: Search | None = None) -> Figure:
     ax.set_ylabel("held-out accuracy R", fontsize=12)
     ax.tick_params(labelsize=11)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=11, frameon=False, loc="lower right")
-    ax.set_title("mean accuracy of the children sampled each round", fontsize=12)
-    return fig
+    return fig  # its title, CURVES_TITLE, is the dashboard's caption (a short picture)
+
+
+CURVES_TITLE = ("held-out accuracy of the children sampled each round: REINFORCE green (each "
+                "replica thin, their mean thick), random search at the same budget grey dashed")
 
 
 class Dashboard(widgets.Dashboard):
@@ -99,33 +102,46 @@ class Dashboard(widgets.Dashboard):
             c.style = {"description_width": "90px"}
             # no fixed pixel widths: the controls wrap and the images shrink to the cell, so
             # the dashboard fits a 1024-pixel projector beside JupyterLab's file browser
-            c.layout = W.Layout(width="auto", min_width="240px", max_width="380px")
+            c.layout = W.Layout(width="auto", min_width="240px", max_width="380px",
+                                height="26px", margin="1px 2px")
             c.add_class(f"pslab-{name}")
         # the browser test moves the `pslab-workers` slider: the controllers are the workers
         # of figure 003's parameter server
         self.controls["controllers"].add_class("pslab-workers")
         self.images = {n: W.Image(format="png", layout=W.Layout(
-            width="100%", height="auto", max_width=f"{int(7.6 * DPI)}px", margin="0"))
+            width="100%", height="auto", max_width=f"{int(CELL_IN * DPI)}px", margin="0"))
             for n in ("timeline", "rewards")}
         for n, img in self.images.items():
             img.add_class(f"pslab-{n}")
-        self.status, self.numbers = W.HTML(), W.HTML()
+        self.status, self.numbers, self.caption = W.HTML(), W.HTML(), W.HTML()
         self.status.add_class("pslab-status")
+        self.numbers.add_class("pslab-numbers")
+        self.why = W.HTML()  # a surprise in the numbers, explained where it shows
+        self.why.add_class("pslab-why")
         names = list(self.controls)
         column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
         wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
+        # one screen at 1024x768 with the file browser open: controls, timeline, reward curve;
+        # the titles and numbers under them
         self.widget = W.VBox(
             [W.HBox([W.VBox([self.controls[n] for n in names[:3]], layout=column),
-                     W.VBox([self.controls[n] for n in names[3:]] + [self.status],
-                            layout=column)], layout=wrap),
-             self.numbers, self.images["timeline"], self.images["rewards"]],
+                     W.VBox([self.controls[n] for n in names[3:]], layout=column)],
+                    layout=wrap),
+             self.status, self.images["timeline"], self.images["rewards"], self.caption,
+             self.numbers, self.why],
             layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
-        # 7.6 in at 80 dpi = 608 px: about the cell's width on a 1024-pixel projector with the
-        # file browser open, so the picture is not shrunk there and 11 pt stays 12 px
-        self.canvas = LiveFigure((7.6, 5.8), dict(left=0.135, right=0.985, top=0.9,
-                                                  bottom=0.2), dpi=DPI, font=11)
-        self.tiers = TiersPlot(self.canvas.ax, legend_below=-0.11, legend_rows=2)
+        # a cell wide (pslab.drawing.sizes: 11 pt stays 12 px) and short; the title is the
+        # caption under the pictures (margins in inches: row labels, axis and legend below)
+        height = 2.9
+        self.canvas = LiveFigure((CELL_IN, height), dict(
+            left=1.05 / CELL_IN, right=0.985, top=1 - 0.08 / height, bottom=1.0 / height),
+            dpi=DPI, font=11)
+        self.tiers = TiersPlot(self.canvas.ax, legend_below=-0.45 / (height - 1.08),
+                               legend_rows=2)
+        self.tiers.title.set_visible(False)
+        self.tiers.row_px = 13  # many rows: every k-th named, the labels never overlap
+        self.tiers.tier_names = False  # said in the caption: S shards, C controllers, Ck.j
         self.result: Search | None = None
         self.baseline: Search | None = None
         self._start()
@@ -146,39 +162,64 @@ class Dashboard(widgets.Dashboard):
         return search(seed=self.seed, numerics=numerics, **self.settings)
 
     def _refresh(self) -> None:
-        """The fast path: the clock only, the timeline redrawn."""
+        """The fast path: the clock only, the timeline redrawn; the reward curve and the
+        numbers (of the last settled values) fade until the search is redone."""
         self.result = self._search(numerics=False)
         self._show_timeline()
-        self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
+        for part in (self.images["rewards"], self.numbers, self.why):
+            part.layout.opacity = "0.45"
 
     def _show_timeline(self) -> None:
         r = self.result
         when = ("the search, children trained" if r.config["numerics"] else
                 "clock only while the sliders move (children from the initial policy)")
-        self.tiers.update(r, replicas=4,
-                          title=f"{when}\nmakespan {r.makespan:.1f} s, busiest shard busy "
-                                f"{server_busy(r):.0%}"
-                                + (f" (first 4 of {r.controllers} replicas shown)"
-                                   if r.controllers > 4 else ""))
+        title = (f"{when}: makespan {r.makespan:.1f} s, busiest shard busy "
+                 f"{server_busy(r):.0%}" + (f" (first 4 of {r.controllers} replicas shown)"
+                                           if r.controllers > 4 else ""))
+        self.tiers.update(r, replicas=4, title=title)
+        self.caption.value = ("<div style='font-size:12px;line-height:1.25'>Timeline (rows: S shards of the "
+                              "server, C controllers, Ck.j controller k's children): "
+                              + html.escape(title) + ".<br>Curves: " + CURVES_TITLE + ".</div>")
         # the frame and axes are cached bitmaps: a slider move redraws the blocks and labels
         self.images["timeline"].value = self.canvas.render(self.tiers.artists())
 
     def settle(self) -> None:
-        """The slow path: the real search and random search; every plot redrawn."""
+        """The slow path: the real search and random search; every plot redrawn. 'ready' only
+        when everything shown is of the controls' values now."""
         self._handle = None
         try:
             self._set_status("busy", "training the children…")
-            self.result = self._search(numerics=True)
             s = self.settings
+            self.result = self._search(numerics=True)
             self.baseline = random_search(controllers=s["controllers"], children=s["children"],
                                           rounds=s["rounds"], seed=self.seed)
             self._show_timeline()
             self.images["rewards"].value = _render(plot_curves(self.result, self.baseline))
             self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
+            self.why.value = self._why(s)
+            self.numbers_for = s
+            for part in (self.images["rewards"], self.numbers, self.why):
+                part.layout.opacity = "1"
+            if self.settings != s:  # a control moved meanwhile: draw that too before 'ready'
+                self._refresh()
+                self._schedule_settle()
+                return
             self._set_status("ready", f"ready ({self.result.trained} children trained now, "
                                       "the rest from the cache)")
         except Exception as exc:
             self._fail(exc)
+
+    def _why(self, s: dict[str, Any]) -> str:
+        """Why async ends later than sync, when it does (the clock of both, no training)."""
+        if s["mode"] != "async":
+            return ""
+        sync = search(seed=self.seed, numerics=False, **dict(s, mode="sync"))
+        if self.result.makespan <= sync.makespan:
+            return ""
+        return ("<div style='font-size:12px;line-height:1.25;color:#444'>"
+                f"Why async ends later than sync ({self.result.makespan:.1f} s vs "
+                f"{sync.makespan:.1f} s): every replica's pushes are applied one at a time and "
+                f"queue at the {s['servers']} shard(s) behind the other replicas' pushes.</div>")
 
     flush = settle
 

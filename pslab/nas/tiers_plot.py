@@ -8,6 +8,8 @@ time it waits for its slowest child (or for a busy shard); a child's row shows i
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
@@ -64,6 +66,8 @@ class TiersPlot:
         for coll in self.collections.values():
             ax.add_collection(coll, autolim=False)
         self.title = ax.set_title("", fontsize=12)
+        self.row_px = 0.0  # a short live timeline sets it: then only every k-th row is named
+        self.tier_names = True  # the names left of the rows (a short live timeline: caption)
         self.bands: list = []  # tier separators and names: they move with the rows
         ax.tick_params(axis="x", labelsize=11)
         ax.set_xlabel("virtual time (s)", fontsize=12)
@@ -90,12 +94,14 @@ class TiersPlot:
         ax = self.ax
         ax.set_xlim(0, result.makespan * 1.01 or 1.0)
         ax.set_ylim(len(table) - 0.5, -0.5)
-        labels = [label for _, label, _ in table]
+        every = math.ceil(len(table) * self.row_px / ax.bbox.height) if self.row_px else 1
+        ticks = range(0, len(table), max(1, every))
+        labels = [table[i][1] for i in ticks]
         if [t.get_text() for t in ax.get_yticklabels()] != labels:
-            ax.set_yticks(range(len(table)), labels, fontsize=11 if len(table) <= 30 else MIN_PT)
+            ax.set_yticks(ticks, labels, fontsize=11 if len(table) <= 30 else MIN_PT)
         for artist in self.bands:
             artist.remove()
-        self.bands = _tier_bands(ax, table)
+        self.bands = _tier_bands(ax, table, self.tier_names)
         self.title.set_text(title or _caption(result, len(table)))
 
     def artists(self) -> list:
@@ -117,7 +123,7 @@ def plot_tiers(result: Search, ax: Axes | None = None, replicas: int | None = No
     return ax.figure
 
 
-def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> list:
+def _tier_bands(ax: Axes, table: list[tuple[str, str, int]], names: bool = True) -> list:
     """A line between the tiers and the tier's name at its middle, left of the row labels;
     returns the artists."""
     tiers, out = [t for t, _, _ in table], []
@@ -130,6 +136,8 @@ def _tier_bands(ax: Axes, table: list[tuple[str, str, int]]) -> list:
             continue
         if idx[0] > 0:
             out.append(ax.axhline(idx[0] - 0.5, color="0.35", linewidth=1.0))
+        if not names:
+            continue
         size = max(MIN_PT, min(11.0, len(idx) * row_pt / (0.65 * len(name))))
         # a fixed distance in points left of the axis: clear of the row labels at any width
         out.append(ax.annotate(name, (0, (idx[0] + idx[-1]) / 2),

@@ -20,6 +20,7 @@ steps), so this module does three things and nothing else:
 from __future__ import annotations
 
 import io
+import math
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -28,6 +29,7 @@ from matplotlib.artist import Artist
 from PIL import Image
 
 from ..drawing.busy_plot import BusyPlot
+from ..drawing.sizes import CELL_IN
 # the settings are re-exported: `from pslab.liveview import PRESETS, Settings, ...` keeps working
 from .dashboard_settings import (MODES, PRESETS, RANGES, SLOWDOWN, Settings,  # noqa: F401
                                  bytes_per_s, describe_change, preset, value_text)
@@ -37,9 +39,13 @@ from ..model import single_thread
 from ..result import Run
 from ..training import train
 
-TIMELINE_SIZE = (8.0, 4.0)  # inches: 16 workers + 4 shard rows still have readable labels
-TRAINING_SIZE = (7.0, 3.4)  # loss and accuracy panels, under the timeline
-SIDE_SIZE = (4.6, 3.4)  # staleness or time split, beside them (or under them on a narrow page)
+# A dashboard's controls, timeline and loss curve share one screen at 1024x768 with the file
+# browser open (a cell ~575 px wide, ~500 px of notebook under JupyterLab's bars): the plots are drawn a cell wide
+# (pslab.drawing.sizes) and short; the side panel sits beside the loss curve on a wide page.
+TIMELINE_SIZE = (CELL_IN, 2.3)  # inches
+TRAINING_SIZE = (CELL_IN, 2.05)  # loss and accuracy panels, under the timeline
+SIDE_SIZE = (4.6, 2.8)  # staleness or time split, beside them (or under them on a narrow page)
+ROW_PX = 12  # px a timeline row label needs (10-11 pt at 80 dpi); more rows: every k-th named
 MAX_LABELLED_BLOCKS = 32  # compute blocks up to which the timeline writes numbers in them
 
 
@@ -102,9 +108,11 @@ class View:
         self.settings = settings or PRESETS["default"]
         palette = palette or self.settings.palette
         # shard rows ("S1 {W_o, …, W_h}") need a wider margin than GPU rows (figure 001 has none)
-        left = 0.1 if palette == "accumulation" else 0.2
-        self.timeline = LiveFigure(TIMELINE_SIZE, dict(left=left, right=0.98, bottom=0.12,
-                                                       top=0.92))
+        width, height = TIMELINE_SIZE
+        left = (0.8 if palette == "accumulation" else 1.55) / width  # inches of row labels
+        self.timeline = LiveFigure(TIMELINE_SIZE, dict(left=left, right=0.98,
+                                                       bottom=0.46 / height,
+                                                       top=1 - 0.28 / height))
         # block labels ("minibatch", "F") crowd a dense timeline: only figure 001's durations
         self.timeline_plot = TimelinePlot(self.timeline.ax, palette=palette,
                                           text="auto" if palette == "accumulation" else None,
@@ -115,12 +123,16 @@ class View:
                                 borderaxespad=0.2, columnspacing=1.0, handlelength=1.4)
         self._block_text = self.timeline_plot.text
         self.timeline_plot.min_px = 4.0  # F and P stay visible on a long run
-        self.training = LiveFigure(TRAINING_SIZE, dict(left=0.12, right=0.98, bottom=0.17,
-                                                       top=0.86, wspace=0.32), ncols=2)
+        height = TRAINING_SIZE[1]  # margins in inches: axis labels below, the legend above
+        self.training = LiveFigure(TRAINING_SIZE, dict(left=0.12, right=0.98,
+                                                       bottom=0.55 / height,
+                                                       top=1 - 0.42 / height, wspace=0.32),
+                                   ncols=2)
         self.training_plot = TrainingPlot(self.training.ax, acc_ax=self.training.axes[1])
         # the side panel: staleness, or in sync mode (always staleness 0) the time split
-        self.staleness = LiveFigure(SIDE_SIZE, dict(left=0.15, right=0.96, bottom=0.17,
-                                                    top=0.86))
+        self.staleness = LiveFigure(SIDE_SIZE, dict(left=0.15, right=0.96,
+                                                    bottom=0.55 / SIDE_SIZE[1],
+                                                    top=1 - 0.42 / SIDE_SIZE[1]))
         self.staleness_plot = StalenessPlot(self.staleness.ax)
         busy_ax = self.staleness.figure.add_axes(self.staleness.ax.get_position())
         self.busy_plot = BusyPlot(busy_ax, palette=palette)
@@ -156,12 +168,18 @@ class View:
         blocks = settings.workers * settings.steps * settings.accumulate
         self.timeline_plot.text = self._block_text if blocks <= MAX_LABELLED_BLOCKS else None
         rows = settings.workers + (0 if self.timeline_plot.column else settings.shards)
-        size = 12 if rows <= 14 else 10  # many rows: smaller labels, so that they fit
+        size = 11 if rows <= 10 else 10  # many rows: smaller labels, and only every k-th
+        self.timeline_plot.label_every = math.ceil(rows * ROW_PX / self._rows_px())
         if self.timeline.ax.yaxis.get_major_ticks()[0].label1.get_fontsize() != size:
             self.timeline.ax.tick_params(axis="y", labelsize=size)
         self.timeline_plot.update(run, xmax=nice_ceiling(run.makespan * 1.02))
         return {"timeline": self.timeline.render(_timeline_artists(self.timeline_plot)),
                 "staleness": self._side(run)}
+
+    def _rows_px(self) -> float:
+        """The timeline's height for rows, in pixels."""
+        fig = self.timeline.figure
+        return self.timeline.ax.get_position().height * fig.get_figheight() * fig.dpi
 
     @property
     def side_plot(self) -> StalenessPlot | BusyPlot:
@@ -203,6 +221,15 @@ class View:
             labels.append("before: " + describe_change(settings, self.previous[0]))
         self.training_plot.update(runs, labels=labels)
         return self.training.render(_training_artists(self.training_plot))
+
+    def current(self, settings: Settings) -> bool:
+        """True when the timeline, the loss curve and `run` are all of `settings`."""
+        return self.settings == settings and self._settled_for == settings \
+            and self.run is self.settled
+
+    def sync_twin(self) -> Run:
+        """The same settings in sync mode, clock only (cached): what a mode is compared to."""
+        return self.cache.get(self.settings.changed(mode="sync"), False)
 
     def pngs(self) -> dict[str, bytes]:
         return {"timeline": self.timeline.png, "training": self.training.png,

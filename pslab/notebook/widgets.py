@@ -6,14 +6,15 @@
 
 A dashboard has a control for the number of workers (1-16), accumulation steps (1-8), the
 learning rate (log scale), the update mode (sync / async / SSP and its s), the straggler's
-slowdown, the server shards and the network bandwidth. Its three plots (timeline, loss and
-accuracy against time, staleness or, in sync mode, each worker's idle share) are PNGs rendered
-from reused matplotlib figures (`pslab.liveview`): no front-end extension beyond ipywidgets
-itself. Nothing has a fixed pixel width: controls wrap and images shrink to the cell, so a
-dashboard fits from a 1024 px screen with JupyterLab's file browser open (a projector) up. While a slider moves, each value runs the clock
-only (`numerics=False`) and redraws the timeline and staleness at once; when the sliders have
-been still for `settle_delay` seconds, the same run is repeated with the arithmetic and the
-loss curve follows. Without a running event loop (tests, scripts) that happens at once.
+slowdown, the server shards and the network bandwidth. Its plots (timeline, loss and
+accuracy against time, staleness or, in sync mode, each worker's time split) are PNGs from
+reused matplotlib figures (`pslab.liveview`), drawn a cell wide: at 1024x768 with the file
+browser open the controls (two columns), the timeline and the loss curve share one screen, the
+captions and numbers under them. While a slider moves, each value runs the clock only
+(`numerics=False`) and redraws the timeline at once; the loss curve and the numbers fade until
+the sliders have been still for `settle_delay` seconds and the run is repeated with the
+arithmetic; "ready" shows only when everything shown is of the controls' values. Without a
+running event loop (tests, scripts) that happens at once.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_p
 from .progress import Progress, sweep, table, widget_bundle  # noqa: F401 - public here too
 from ..checks import number
 from ..result import Run
+from .explain import why_html
 
 _widget_bundle = widget_bundle  # its old name here (pslab.nas.live imports it)
 
@@ -119,8 +121,9 @@ class Dashboard:
         for name, make in CONTROLS.items():
             c = make(start)
             c.continuous_update = True
-            c.style = {"description_width": "96px"}
-            c.layout = W.Layout(width="auto", min_width="240px", max_width="380px")
+            c.style = {"description_width": "88px"}
+            c.layout = W.Layout(width="auto", min_width="240px", max_width="380px",
+                                height="26px", margin="1px 2px")
             c.tooltip = HELP[name]
             c.add_class(f"pslab-{name}")
             self.controls[name] = c
@@ -137,24 +140,33 @@ class Dashboard:
         self.status = W.HTML()
         self.status.add_class("pslab-status")
         self.numbers = W.HTML()
+        self.numbers.add_class("pslab-numbers")
+        self.why = W.HTML()  # a surprise in the numbers, explained where it shows
+        self.why.add_class("pslab-why")
         self.code = W.HTML()
+        # One screen at 1024x768 with the file browser open: the controls in two columns of
+        # four, the status under them, then the timeline and the loss curve (the side panel
+        # beside the loss curve where the page is wide, under it where not).
         column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
-        left = W.VBox([self.controls[n] for n in ("workers", "accumulate", "lr", "mode", "ssp")],
+        left = W.VBox([self.controls[n] for n in ("workers", "accumulate", "lr", "mode")],
                       layout=column)
-        right = W.VBox([self.controls[n] for n in ("slowdown", "shards", "bandwidth")]
-                       + [self.status], layout=column)
-        # each plot's box grows to its picture's width and shrinks with the page; side by side
-        # where both fit, one under the other where not (flex-wrap)
-        boxed = {n: W.VBox([self.captions[n], self.images[n]], layout=W.Layout(
-            flex=f"1 1 {min(size[n][0], 360)}px", min_width="0", margin="0 4px 0 0",
-            max_width=f"{size[n][0]}px", overflow="hidden")) for n in PLOTS}
-        # the timeline alone in the column: its width follows the page (flex would set height)
-        boxed["timeline"].layout = W.Layout(width="100%", max_width=f"{size['timeline'][0]}px")
+        right = W.VBox([self.controls[n] for n in ("ssp", "slowdown", "shards", "bandwidth")],
+                       layout=column)
+        # The timeline and the loss curve straight under the controls, their captions under
+        # them: ~500 px of notebook at 1024x768 hold controls + timeline + loss curve. The side
+        # panel (caption above it) sits beside the loss curve where the page is wide.
+        side = W.VBox([self.captions["staleness"], self.images["staleness"]], layout=W.Layout(
+            flex=f"1 1 {min(size['staleness'][0], 360)}px", min_width="0", margin="0 4px 0 0",
+            max_width=f"{size['staleness'][0]}px", overflow="hidden"))
         wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
-        self.widget = W.VBox([W.HBox([left, right], layout=wrap), self.numbers,
-                              boxed["timeline"],
-                              W.HBox([boxed["training"], boxed["staleness"]], layout=wrap),
-                              self.code], layout=W.Layout(width="100%", max_width="1200px"))
+        plots = W.VBox([self.images["timeline"], self.images["training"]],
+                       layout=W.Layout(width="100%", max_width=f"{size['timeline'][0]}px"))
+        texts = W.VBox([self.captions["timeline"], self.captions["training"], self.numbers,
+                        self.why], layout=W.Layout(flex=f"1 1 {size['training'][0] // 2}px",
+                                                   min_width="0", margin="0 4px 0 0"))
+        self.widget = W.VBox([W.HBox([left, right], layout=wrap), self.status, plots,
+                              W.HBox([texts, side], layout=wrap), self.code],
+                             layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
         self.settle_ms: list[float] = []  # slow path (arithmetic + loss plot) per settle
         self._start()
@@ -291,17 +303,33 @@ class Dashboard:
                 caps[name] + "\n(previous settings; recomputing…)")
             # one caption line per line of the plot's title; a line wraps between words only
             self.captions[name].value = (
-                "<div style='font-size:14px;line-height:1.3;text-align:left;"
+                "<div style='font-size:12px;line-height:1.25;text-align:left;"
                 "overflow-wrap:normal;word-break:keep-all'>"
                 + html.escape(text).replace("\n", "<br>") + "</div>")
-        # the loss curve fades while it shows older settings than the timeline
-        self.images["training"].layout.opacity = "1" if settled else "0.45"
+        # the loss curve and the numbers fade while they show older settings than the timeline
+        for part in (self.images["training"], self.numbers, self.why):
+            part.layout.opacity = "1" if settled else "0.45"
         if not settled:  # while a slider moves, send the browser only what it must redraw
             return
-        self.numbers.value = "<b>" + html.escape(describe(self.view.run)) + "</b>"
+        settings = self.settings
+        self.numbers.value = ("<div style='font-size:13px;line-height:1.3'><b>"
+                              + html.escape(describe(self.view.run)) + "</b></div>")
+        self.why.value = self._why(settings)
+        self.numbers_for = settings  # what the bold numbers and the lines under them are of
         self.code.value = ("<details><summary>this run in one line of Python</summary><code>"
-                           + html.escape(self.settings.code()) + "</code></details>")
-        self._set_status("ready", f"ready ({len(self.latencies_ms)} changes)")
+                           + html.escape(settings.code()) + "</code></details>")
+        if self.view.current(settings):  # timeline, loss curve and numbers: all of these values
+            self._set_status("ready", f"ready ({len(self.latencies_ms)} changes)")
+        else:  # a control moved while this was drawn: not ready until it is drawn too
+            self._refresh()
+            self._schedule_settle()
+
+    def _why(self, settings: Settings) -> str:
+        """Lines under the numbers that explain a surprise between modes (empty if none)."""
+        if self.view.run is None:
+            return ""
+        return why_html(self.view.run, self.view.sync_twin(), settings.lr,
+                        settings.slowdown > 1, LR_VALUES)
 
     # ---- display ----------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:

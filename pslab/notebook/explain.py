@@ -1,0 +1,64 @@
+"""The surprises a dashboard's numbers hold, said in a line under them where they show.
+
+Two comparisons between modes a student makes at once, and misreads without a word:
+
+- async and SSP apply every worker's push at the full learning rate, where sync applies the
+  mean of the N gradients: one round of pushes moves the weights N times as far (SSP(0) is sync
+  at N x lr), so at a learning rate tuned for sync they train worse or diverge;
+- async can end later than sync: its pushes are applied one at a time and queue at the shards,
+  and no mode ends before the straggler has made its steps.
+"""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+from ..result import Run
+
+
+def step_lr(lr: float, workers: int, choices: Sequence[float]) -> float:
+    """The largest choice at or below lr / workers (sync's step per round), else the smallest."""
+    below = [c for c in choices if c <= lr / workers * (1 + 1e-9)]
+    return max(below) if below else min(choices)
+
+
+def lr_reason(run: Run, lr: float, choices: Sequence[float]) -> str | None:
+    """Why async/SSP train differently from sync at this lr, and the lr that matches sync's
+    step; None for sync or a single worker (where the modes agree)."""
+    n = run.workers
+    if run.mode == "sync" or n < 2:
+        return None
+    head = "DIVERGED. Why: " if run.diverged else "Compared with sync: "
+    return (f"{head}{run.mode} applies each of the {n} workers' pushes at the full learning "
+            f"rate {lr:g}, where sync applies their mean once, so a round moves the weights "
+            f"{n}× as far (SSP(0) is sync at lr {n * lr:g}). Sync's step: learning rate "
+            f"{step_lr(lr, n, choices):g}.")
+
+
+def later_reason(run: Run, sync: Run, straggler: bool) -> str | None:
+    """Why this run ends later than sync on the same clock (None when it does not)."""
+    if run.mode == "sync" or run.makespan <= sync.makespan:
+        return None
+    text = (f"Why {run.mode} ends later than sync ({run.makespan:.2f} s vs "
+            f"{sync.makespan:.2f} s): its {run.updates} pushes are applied one at a time and "
+            f"queue at the {_shards(len(run.shard_bytes))} ({run.queue_time:.1f} GPU-s queued, "
+            f"sync {sync.queue_time:.1f}), where sync applies {sync.updates} averaged updates")
+    if run.barrier_time > 0:
+        text += f"; workers also wait {run.barrier_time:.1f} GPU-s at the staleness bound"
+    if straggler:
+        text += "; and no mode ends before the slow G0 has made all its steps"
+    return text + "."
+
+
+def _shards(k: int) -> str:
+    return "one shard" if k == 1 else f"{k} shards"
+
+
+def why_html(run: Run, sync: Run, lr: float, straggler: bool,
+             choices: Sequence[float]) -> str:
+    """The lines above as HTML for a dashboard: the learning-rate line red when the run
+    diverged; empty when nothing needs explaining."""
+    lines = [(lr_reason(run, lr, choices), "#c62828" if run.diverged else "#444"),
+             (later_reason(run, sync, straggler), "#444")]
+    return "".join(f"<div style='font-size:12px;line-height:1.25;color:{colour}'>"
+                   f"{html.escape(text)}</div>" for text, colour in lines if text)
