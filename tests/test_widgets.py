@@ -317,7 +317,7 @@ def test_dashboard_has_no_fixed_pixel_width_wider_than_a_projector_cell():
     fixed = [int(m.group(1)) for v in widths if v and (m := re.fullmatch(r"(\d+)px", v))]
     assert all(px <= 300 for px in fixed), fixed
     for img in dash.images.values():
-        assert img.layout.width == "100%" and img.layout.max_width.endswith("px")
+        assert img.layout.width in ("100%", "auto") and img.layout.max_width.endswith("px")
 
 
 def test_ready_only_when_everything_shown_is_of_the_controls_values():

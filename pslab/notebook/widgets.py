@@ -159,8 +159,13 @@ class Dashboard:
             flex=f"1 1 {min(size['staleness'][0], 360)}px", min_width="0", margin="0 4px 0 0",
             max_width=f"{size['staleness'][0]}px", overflow="hidden"))
         wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
-        plots = W.VBox([self.images["timeline"], self.images["training"]],
-                       layout=W.Layout(width="100%", max_width=f"{size['timeline'][0]}px"))
+        # one under the other in a projector's cell, side by side on a page twice as wide
+        for n in ("timeline", "training"):
+            self.images[n].layout.width = "auto"
+            self.images[n].layout.flex = f"1 1 {size[n][0] - 100}px"
+        plots = W.HBox([self.images["timeline"], self.images["training"]],
+                       layout=W.Layout(flex_flow="row wrap", width="100%",
+                                       align_items="flex-start"))
         texts = W.VBox([self.captions["timeline"], self.captions["training"], self.numbers,
                         self.why], layout=W.Layout(flex=f"1 1 {size['training'][0] // 2}px",
                                                    min_width="0", margin="0 4px 0 0"))
