@@ -392,6 +392,41 @@ def _kernel_latencies(driver, name: str) -> list[float]:
         return []
 
 
+# the workers slider's read-out and what the bold numbers say it is (NAS: K, the controllers)
+SHOWN_WORKERS = """
+const dash = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard');
+const status = dash.querySelector('.pslab-status [data-state]');
+const text = dash.querySelector('.pslab-numbers').innerText;
+const m = text.match(/(\\d+) workers|K=(\\d+)/);
+return {state: status && status.getAttribute('data-state'),
+        readout: dash.querySelector('.pslab-workers .widget-readout').textContent.trim(),
+        numbers: m ? (m[1] || m[2]) : text, opacity: getComputedStyle(
+            dash.querySelector('.pslab-numbers')).opacity};
+"""
+
+
+def _quick_presses_end_ready_with_their_numbers(driver, handle, name: str) -> None:
+    """Three key presses in a row, no waiting: once 'ready' has held for a while, the bold
+    numbers are of the slider's value on screen, not of an earlier one, and not faded."""
+    from selenium.webdriver.common.keys import Keys
+
+    for _ in range(3):
+        handle.send_keys(Keys.ARROW_LEFT)
+    deadline, since = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
+        shown = driver.execute_script(SHOWN_WORKERS)
+        if shown["state"] != "ready":
+            since = None
+        elif since is None:
+            since = time.monotonic()
+        elif time.monotonic() - since > 2.0:
+            break
+        time.sleep(0.1)
+    assert shown["state"] == "ready", f"{name}: not ready after quick presses: {shown}"
+    assert shown["numbers"] == shown["readout"] and float(shown["opacity"]) == 1.0, \
+        f"{name}: 'ready' with numbers of another value: {shown}"
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, capsys):
     from selenium.webdriver.common.by import By
@@ -439,6 +474,7 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
             _wait(driver, STATUS_READY, timeout=60, what="the dashboard to settle")
         probe = driver.execute_script("return window.__pslabProbe;")
         after_png = img.screenshot_as_png
+        _quick_presses_end_ready_with_their_numbers(driver, handle, name)
         dash_css = ".jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard"
         for size in ("large", "1024"):
             problems = _fit_problems(driver, size, ".jp-NotebookPanel:not(.lm-mod-hidden)")
