@@ -169,3 +169,21 @@ def test_nas_dashboard_text_reads_at_10_px_in_a_590_px_cell():
     html_px = [int(px) for w in (dash.caption, dash.why, dash.numbers)
                for px in re.findall(r"font-size:(\d+)px", w.value)]
     assert all(px >= 12 for px in html_px)
+
+
+def test_nas_dashboard_explains_async_ending_later_than_sync_only_when_it_does():
+    from pslab.nas.live import Dashboard
+    from pslab.nas.search import search
+
+    dash = Dashboard(settle_delay=None, rounds=3)  # async 13.2 s, sync 11.8 s here
+    sync = search(seed=dash.seed, numerics=True, **dict(dash.settings, mode="sync"))
+    assert dash.result.makespan > sync.makespan
+    assert (f"Why async ends later than sync ({dash.result.makespan:.1f} s vs "
+            f"{sync.makespan:.1f} s)") in dash.why.value
+    assert "queue at the 2 shard(s)" in dash.why.value
+    dash.set(rounds=10)  # async first here (27.9 s against 35.3 s): no line
+    assert dash.result.makespan < search(seed=dash.seed, numerics=True,
+                                         **dict(dash.settings, mode="sync")).makespan
+    assert dash.why.value == ""
+    dash.set(mode="sync")
+    assert dash.why.value == ""
