@@ -14,7 +14,7 @@ from typing import Any
 
 import pslab.nas as nas
 from pslab.nas import child
-from pslab.run import single_thread
+from pslab.model import single_thread
 
 from .timing import measure, row
 

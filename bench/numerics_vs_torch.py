@@ -22,12 +22,12 @@ import torch
 import pslab
 from pslab.data import Digits
 from pslab.model import init_params, loss_and_grad, score
-from pslab.run import single_thread
+from pslab.model import single_thread
 
 from .timing import measure, row
 
 WORKERS, BATCH, STEPS, LR, SEED, HIDDEN = 3, 32, 50, 0.5, 0, 32
-GOAL = 1.3  # pslab over the plain loop
+GOAL = 1.2  # pslab over the plain loop that makes the same evaluations (like for like)
 
 
 def pslab_run() -> pslab.Run:
@@ -83,7 +83,7 @@ def plain_with_evaluations() -> dict[str, torch.Tensor]:
 
 def pslab_without_evaluations() -> pslab.Run:
     """Where pslab's time goes: the same run with the per-update score a no-op (bench only)."""
-    with mock.patch("pslab.run.score", lambda weights, data: (0.0, 0.0)):
+    with mock.patch("pslab.simulate.score", lambda weights, data: (0.0, 0.0)):
         return pslab_run()
 
 
@@ -102,13 +102,13 @@ def rows(quick: bool) -> list[dict[str, Any]]:
     t_same = measure(same_arithmetic, repeat)
     t_bare = measure(pslab_without_evaluations, repeat)
     label = f"sync {WORKERS}x{BATCH}, {STEPS} updates"
-    ratio = t_ours["median"] / t_plain["median"]
+    like = t_ours["median"] / t_evals["median"]
     return [
         row("numerics vs torch", f"pslab {label}", t_ours),
         row("numerics vs torch", f"plain torch loop, batch {WORKERS * BATCH}", t_plain,
-            ratio=ratio, goal=f"pslab/plain <= {GOAL}", met=ratio <= GOAL),
-        row("numerics vs torch", "plain loop + the same evaluations", t_evals,
-            ratio=t_ours["median"] / t_evals["median"], goal="like for like"),
+            ratio=t_ours["median"] / t_plain["median"], goal="no evaluations: for scale"),
+        row("numerics vs torch", "plain loop + the same evaluations", t_evals, ratio=like,
+            goal=f"like for like: pslab/plain <= {GOAL}", met=like <= GOAL),
         row("numerics vs torch", "plain loop, pslab's arithmetic", t_same,
             ratio=t_ours["median"] / t_same["median"], goal="what the simulation costs"),
         row("numerics vs torch", "pslab, evaluation a no-op (bench only)", t_bare,
