@@ -3,6 +3,9 @@
 Nothing here knows about gradients or weights (SimPy's split: engine, resources, actors). The
 clock calls back into the actors in time order; ties are broken by the order events were
 scheduled, so a run is the same every time.
+
+Layer: the clock, at the bottom (README, "How it works"): it imports no pslab module;
+everything else is built on it.
 """
 from __future__ import annotations
 

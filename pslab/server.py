@@ -5,6 +5,7 @@ of the flattened parameters (`pslab.layout.Layout`). The server knows nothing of
 engine decides when a pull or push happens, the server does the arithmetic
 w_new = w − α·mean(∂L/∂w) the moment it is asked. `aggregate` pushes are averaged into one update
 (the number of workers in sync mode, 1 in async), so the mode is a setting, not a second server.
+Layer: arithmetic (with data, model, layout and worker), above the clock; it knows no actor.
 """
 from __future__ import annotations
 

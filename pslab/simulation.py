@@ -4,6 +4,9 @@ This module decides *when* (the clock and the policy); the Worker and ParameterS
 *what* (the arithmetic), called the moment the clock reaches each event. A shard's arithmetic
 happens when its job is booked: the shard serves jobs in booking order, so every fetch sees
 exactly the updates booked before it — the same order the virtual clock shows.
+
+Layer: actors and policies (with modes, allreduce, snapshot), above the result type `Run`
+and the arithmetic; the backends (simulate.py, processes/) run it, it never calls them.
 """
 from __future__ import annotations
 

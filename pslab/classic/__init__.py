@@ -9,6 +9,7 @@
     pslab.classic.distbelief_scaling() # Dean et al. 2012: communication-bound stops scaling
 
 Each returns a Result: the paper's number beside pslab's (a table) and `.plot()`.
+Layer: a tier above the front door (`pslab.train`), drawing with the drawing layer.
 """
 from .papers import (async_staleness, backup_workers, bounded_delay, d2l_transfers,
                      distbelief_scaling, softsync_staleness, staleness_aware_lr)

@@ -7,6 +7,9 @@ server; children are real MLPs trained on the digits.
 
     result = pslab.nas.search(servers=2, controllers=3, children=2, rounds=10, seed=0)
     baseline = pslab.nas.random_search(controllers=3, children=2, rounds=10, seed=0)
+
+Layer: a tier above the front door and the core (its search never imports a plotting library);
+its own figures sit on the drawing layer, its live view and quiz on the notebook layer.
 """
 from __future__ import annotations
 
