@@ -16,6 +16,7 @@ A policy answers a few questions and nothing else:
 | Backup(b) | N − b of N | yes, the b late pushes dropped | Chen et al. 2016 |
 | SoftSync(c) | c | no | Zhang et al. 2016 (n-softsync with λ workers: c = λ / n) |
 | allreduce | N | yes, no server | d2l, DDP |
+| ZeRO(k) | N | yes, no server: worker i owns key range i | Rajbhandari et al. 2020, FSDP |
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class Policy:
     waits_for_update = False  # True: after pushing, wait for the update, then fetch (a barrier)
     bound = math.inf  # how many steps a worker may run ahead of the slowest one
     ring = False  # True: no server, the workers run a ring all-reduce after each step
+    stage = 0  # ZeRO's stage (1, 2, 3): the workers own the shards and run its collectives
 
     def aggregate(self, workers: int) -> int:
         return 1
@@ -149,6 +151,27 @@ class AllReduce(Sync):
     ring = True
 
 
+class ZeRO(AllReduce):
+    """ZeRO (Rajbhandari et al., SC'20) and PyTorch's FSDP: figure 000's shards move into the
+    workers. With N workers the flat parameters are cut into N key ranges (the server's
+    `Layout`), worker i owns range i: its optimizer state (stage 1, P_os), its gradients too
+    (stage 2, P_os+g), its parameters too (stage 3, P_os+g+p). After each step a reduce-scatter
+    leaves each worker the summed gradient of its own range; it updates that range and an
+    all-gather hands everyone the new weights. Stage 3 gathers the parameters before the
+    forward and again before the backward pass, then reduce-scatters the gradients. The
+    numbers are sync's (pslab.collectives)."""
+
+    def __init__(self, stage: int):
+        self.stage = integer("stage (ZeRO's stage: 1 optimizer states, 2 + gradients, "
+                             "3 + parameters)", stage, low=1, high=3)
+        self.name = f"ZeRO({self.stage})"
+
+    def check(self, workers: int, steps: int) -> None:
+        if workers < 2:
+            raise ValueError(f"ZeRO(stage) needs workers >= 2: with one worker there is "
+                             f"nothing to shard (got workers={workers} for {self.name})")
+
+
 MODES = {"sync": Sync, "async": Async, "allreduce": AllReduce}
 
 
@@ -158,7 +181,7 @@ def policy_from_name(name: str) -> Policy:
     if name in MODES:
         return MODES[name]()
     kind, _, rest = str(name).partition("(")
-    bounded = {"SSP": SSP, "Backup": Backup, "SoftSync": SoftSync}
+    bounded = {"SSP": SSP, "Backup": Backup, "SoftSync": SoftSync, "ZeRO": ZeRO}
     if kind in bounded and rest.endswith(")") and rest[:-1].isdigit():
         return bounded[kind](int(rest[:-1]))
     raise ValueError(f"{name!r} names no pslab mode")
@@ -170,4 +193,5 @@ def policy_for(mode: str | Policy) -> Policy:
     if isinstance(mode, str) and mode in MODES:
         return MODES[mode]()
     raise ValueError(f"mode must be 'sync', 'async', 'allreduce', pslab.SSP(s) with an integer "
-                     f"s >= 0, pslab.Backup(b) or pslab.SoftSync(c) (got {mode!r})")
+                     f"s >= 0, pslab.Backup(b), pslab.SoftSync(c) or pslab.ZeRO(stage) with "
+                     f"stage 1, 2 or 3 (got {mode!r})")

@@ -14,6 +14,7 @@ from typing import Any
 
 from .allreduce import RingSimulation
 from .checkpoint import Checkpoint
+from .collectives import ZeroSimulation
 from .data import Digits
 from .divergence import warn_if_diverged
 from .layout import Layout
@@ -41,7 +42,8 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
 
     score = partial(_score, server, data)
 
-    actors = RingSimulation if policy.ring else Simulation  # ring: no server (allreduce.py)
+    # ring: no server (allreduce.py); ZeRO: the workers own the shards (collectives.py)
+    actors = ZeroSimulation if policy.stage else RingSimulation if policy.ring else Simulation
     sim = actors(server, crew, policy, cluster,
                  cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
                  shard_bytes, score if data else no_numbers, staleness_lr)
@@ -78,6 +80,11 @@ def _score(server: ParameterServer, data: Digits) -> tuple[float, float]:
 
 
 MAX_SHARDS = 256
+
+
+def owner_layout(workers: int, hidden: int) -> Layout:
+    """ZeRO's layout: one near-equal key range per worker, the range it owns."""
+    return Layout.key_range(shapes(features=64, hidden=hidden, classes=10), workers)
 
 
 def make_layout(shards: int | str, hidden: int) -> Layout:

@@ -10,6 +10,11 @@ from bisect import bisect_right
 from typing import Iterable, NamedTuple
 
 KINDS = ("fetch", "compute", "push", "update", "idle")
+# The collectives of ZeRO / FSDP (pslab.collectives): kinds of their own, drawn only where a
+# run has them, so the parameter-server figures keep their five-kind legend.
+COLLECTIVES = ("reduce-scatter", "all-gather")
+EVERY_KIND = KINDS + COLLECTIVES
+TRANSFERS = ("fetch", "push") + COLLECTIVES  # a worker moving bytes
 
 # What a span's `note` says, beyond its kind. Two kinds of waiting look alike (a white block)
 # but have different cures: queueing at a busy shard goes away with more shards or bandwidth,
@@ -18,6 +23,8 @@ NOTES = {
     "queue": "idle: queued behind other transfers at a busy shard",
     "barrier": "idle: waiting for other workers (a sync round, the SSP bound, the ring)",
     "dropped": "push: arrived after its round closed; the server dropped it (backup workers)",
+    "forward": "all-gather: ZeRO-3 gathers the parameters for the forward pass",
+    "backward": "all-gather: ZeRO-3 gathers the parameters again for the backward pass",
 }
 
 
@@ -26,7 +33,7 @@ class Span(NamedTuple):
 
     worker: the worker's rank, or None for the server (updates).
     shard: the server shard involved (fetch, push, update), else None.
-    kind: one of KINDS.
+    kind: one of EVERY_KIND (KINDS, or a collective).
     start, end: virtual seconds.
     step: the worker's push number (0-based) or, for an update, the step it applies.
     micro: for compute spans, which of the `accumulate` minibatches (0-based); else None.
@@ -116,7 +123,7 @@ def worker_shares(spans: Iterable[Span], workers: int, makespan: float) -> list[
     for s in spans:
         if s.worker is None or not 0 <= s.worker < workers:
             continue
-        part = ("transfer" if s.kind in ("fetch", "push") else
+        part = ("transfer" if s.kind in TRANSFERS else
                 s.kind if s.kind == "compute" else s.note if s.kind == "idle" else None)
         if part in kinds[s.worker]:
             a, b = max(s.start, 0.0), min(s.end, makespan)

@@ -16,7 +16,7 @@ from .limits import check_fits
 from .modes import Policy, policy_for
 from .processes.options import check_options
 from .result import Run
-from .simulate import make_layout, simulate
+from .simulate import make_layout, owner_layout, simulate
 
 
 def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
@@ -48,7 +48,8 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     checkpoint: pslab.Checkpoint(path, at=t) writes the run's whole state when virtual time
     reaches t; pslab.resume(path) carries it on, bit for bit (checkpoint.py). On processes,
     Checkpoint(path) writes the server's shards after every round (barrier modes).
-    mode may also be pslab.Backup(b), pslab.SoftSync(c) or "allreduce" (pslab.modes).
+    mode may also be pslab.Backup(b), pslab.SoftSync(c), "allreduce" or pslab.ZeRO(stage)
+    (pslab.modes; ZeRO ignores shards: each worker owns one key range).
     """
     policy = policy_for(mode)
     workers = integer("workers", workers)
@@ -65,7 +66,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     cluster = Cluster() if cluster is None else cluster
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
-    layout = make_layout(shards, hidden)
+    layout = make_layout(shards, hidden)  # checked even where ZeRO replaces it
+    if policy.stage:  # ZeRO: no server, worker i owns key range i
+        layout = owner_layout(workers, hidden)
     cluster.check(workers, steps * accumulate)
     check_fits(workers=workers, steps=steps, accumulate=accumulate, shards=layout.shards,
                keys=layout.size, batch=batch, hidden=hidden, numerics=numerics,

@@ -15,7 +15,8 @@ from pslab import resume
 from pslab import worker as worker_module
 from pslab.checkpoint import FORMAT, Checkpoint, load
 
-MODES = ["sync", "async", pslab.SSP(1), pslab.Backup(1), pslab.SoftSync(3), "allreduce"]
+MODES = ["sync", "async", pslab.SSP(1), pslab.Backup(1), pslab.SoftSync(3), "allreduce",
+         pslab.ZeRO(1), pslab.ZeRO(3)]
 
 
 def settings(mode):

@@ -71,10 +71,10 @@ def test_style_defines_every_colour() -> None:
 
 @pytest.mark.parametrize("name", sorted(palette.PALETTES))
 def test_palette_has_a_colour_and_label_for_every_kind(name: str) -> None:
-    assert set(palette.PALETTES[name]) == set(palette.KINDS)
-    assert set(palette.LABELS[name]) == set(palette.KINDS)
+    assert set(palette.PALETTES[name]) == set(palette.EVERY_KIND)  # collectives too
+    assert set(palette.LABELS[name]) == set(palette.EVERY_KIND)
     assert all(HEX.match(c) for c in palette.PALETTES[name].values())
-    for kind in palette.KINDS:
+    for kind in palette.EVERY_KIND:
         assert palette.colour(kind, name) == palette.PALETTES[name][kind]
         assert palette.label(kind, name)
 

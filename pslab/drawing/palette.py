@@ -18,9 +18,9 @@ with the ``HTML`` colour model.
 """
 from __future__ import annotations
 
-from pslab.timeline import KINDS
+from pslab.timeline import COLLECTIVES, EVERY_KIND, KINDS
 
-__all__ = ["KINDS", "PALETTES", "LABELS", "ROLES", "ROLE_LABELS", "TEX_PREFIX",
+__all__ = ["KINDS", "COLLECTIVES", "EVERY_KIND", "PALETTES", "LABELS", "ROLES", "ROLE_LABELS", "TEX_PREFIX",
            "colour", "label", "tex_colour_name"]
 
 # Light fills for the blocks: black text and black outlines must stay readable on them.
@@ -31,6 +31,8 @@ PALETTES: dict[str, dict[str, str]] = {
         "push": "#E88A8A",     # red: gradients going up to the server
         "update": "#D0D0D0",   # grey: the server applying w - alpha * grad
         "idle": "#FFFFFF",     # white: waiting
+        "reduce-scatter": "#C9A0DC",  # lilac: gradients summed among the workers (ZeRO)
+        "all-gather": "#8ED1C6",      # teal: weights gathered from the workers (ZeRO)
     },
     "accumulation": {
         "fetch": "#9FC5E8",    # same blue as the sync: all communication is one colour
@@ -38,15 +40,18 @@ PALETTES: dict[str, dict[str, str]] = {
         "push": "#9FC5E8",
         "update": "#9FC5E8",   # blue: gradient sync (all-reduce + step)
         "idle": "#FFFFFF",
+        "reduce-scatter": "#C9A0DC",
+        "all-gather": "#8ED1C6",
     },
 }
 
 # Text written in (or beside) a block; short in "ps" because the seed's blocks are narrow.
 LABELS: dict[str, dict[str, str]] = {
     "ps": {"fetch": "F", "compute": "minibatch", "push": "P", "update": "Update",
-           "idle": "idle"},
+           "idle": "idle", "reduce-scatter": "RS", "all-gather": "AG"},
     "accumulation": {"fetch": "fetch", "compute": "forward/backward", "push": "push",
-                     "update": "gradient sync", "idle": "idle"},
+                     "update": "gradient sync", "idle": "idle",
+                     "reduce-scatter": "reduce-scatter", "all-gather": "all-gather"},
 }
 
 # Roles of the diagrams 002 and 003 (and of the boxes/arrows around the timelines of 000).
@@ -76,8 +81,8 @@ TEX_PREFIX: dict[str, str] = {"ps": "ps", "accumulation": "acc"}
 def _check(palette: str, kind: str) -> None:
     if palette not in PALETTES:
         raise ValueError(f"palette must be one of {sorted(PALETTES)}, got {palette!r}")
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if kind not in EVERY_KIND:
+        raise ValueError(f"kind must be one of {EVERY_KIND}, got {kind!r}")
 
 
 def colour(kind: str, palette: str = "ps") -> str:
@@ -101,5 +106,5 @@ def tex_colour_name(name: str, palette: str | None = None) -> str:
         if name not in ROLES:
             raise ValueError(f"role must be one of {sorted(ROLES)}, got {name!r}")
         return "role" + name.capitalize()
-    _check(palette, name)
-    return TEX_PREFIX[palette] + name.capitalize()
+    _check(palette, name)  # letters only, as xcolor wants: "all-gather" -> "AllGather"
+    return TEX_PREFIX[palette] + "".join(part.capitalize() for part in name.split("-"))

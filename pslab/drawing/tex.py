@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from pslab.files import write_atomic
-from pslab.palette import KINDS, LABELS, PALETTES, ROLE_LABELS, ROLES, TEX_PREFIX, tex_colour_name
+from pslab.palette import EVERY_KIND, LABELS, PALETTES, ROLE_LABELS, ROLES, TEX_PREFIX, tex_colour_name
 
 FIGURES_DIR = Path(__file__).resolve().parents[2] / "figures"  # the repository's figures/
 STYLE_FILE = FIGURES_DIR / "pslab-style.tex"
@@ -39,7 +39,7 @@ def style_preamble() -> str:
 
     for palette, colours in PALETTES.items():
         out.append(f"% timeline blocks, palette {palette!r}")
-        for kind in KINDS:
+        for kind in EVERY_KIND:
             define(tex_colour_name(kind, palette), colours[kind])
             styles.append(f"  {TEX_PREFIX[palette]} {kind}/.style={{block, "
                           f"fill={tex_colour_name(kind, palette)}}},")
@@ -58,7 +58,7 @@ def style_preamble() -> str:
             r"\providecommand{\kindlabel}[2]{\csname pslab@kind@#1@#2\endcsname}",
             r"\providecommand{\rolelabel}[1]{\csname pslab@role@#1\endcsname}"]
     for palette, labels in LABELS.items():
-        for kind in KINDS:
+        for kind in EVERY_KIND:
             out.append(f"\\expandafter\\def\\csname pslab@kind@{TEX_PREFIX[palette]}@{kind}"
                        f"\\endcsname{{{_escape(labels[kind])}}}")
     for role, text in ROLE_LABELS.items():

@@ -19,13 +19,14 @@ from matplotlib.patches import Patch
 from matplotlib.path import Path
 
 from ..checks import flag, number, run_labels, text as a_text
-from .palette import KINDS, LABELS, PALETTES
+from .palette import COLLECTIVES, EVERY_KIND, KINDS, LABELS, PALETTES
 from .sizes import CELL_IN
 from .training_plot import check_ax
 from ..result import Run, as_runs
 
 HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: there it is 1.0)
-ZORDER = {"idle": 1, "compute": 2, "fetch": 2.5, "push": 2.5, "update": 3}  # sync column on top;
+ZORDER = {"idle": 1, "compute": 2, "fetch": 2.5, "push": 2.5, "update": 3,  # sync column on top;
+          "reduce-scatter": 2.5, "all-gather": 2.5}
 # F and P over a minibatch: a short one widened to min_px stays in view (see _visible)
 SHORT = {"Update": "Upd.", "minibatch": "mb", "forward/backward": "f/b", "gradient sync": "sync"}
 MAX_TEXTS = 80  # block labels beyond this many would be unreadable anyway (and slow)
@@ -46,12 +47,24 @@ def shard_label(run: Run, s: int) -> str:
     return f"server {{{inside}}}" if len(run.shards) == 1 else f"S{s} {{{inside}}}"
 
 
-def legend_handles(palette: str = "ps") -> list[Patch]:
+def legend_handles(palette: str = "ps", runs: Sequence[Run] = ()) -> list[Patch]:
     """One patch per distinct colour; kinds sharing a colour (the blue 'gradient sync' of figure
-    001) get the label of the last of them, which is the one the figure names."""
-    last = {PALETTES[palette][k]: k for k in KINDS}  # colour -> the last kind that has it
+    001) get the label of the last of them, which is the one the figure names. The collectives
+    (ZeRO's reduce-scatter, all-gather) are listed only when one of `runs` has them, and then
+    beside only the kinds the runs have (no server: no F, P, Update), so the legend fits a cell."""
+    kinds, extra = KINDS, collectives_in(runs)
+    if extra:
+        found = {s.kind for r in runs for s in r.timeline}
+        kinds = tuple(k for k in KINDS if k in found) + extra
+    last = {PALETTES[palette][k]: k for k in kinds}  # colour -> the last kind that has it
     return [Patch(facecolor=PALETTES[palette][k], edgecolor="black", linewidth=0.6,
-                  label=legend_label(k, palette)) for k in KINDS if last[PALETTES[palette][k]] == k]
+                  label=legend_label(k, palette)) for k in kinds if last[PALETTES[palette][k]] == k]
+
+
+def collectives_in(runs: Sequence[Run]) -> tuple[str, ...]:
+    """The collective kinds (pslab.timeline.COLLECTIVES) some span of `runs` has."""
+    found = {s.kind for r in runs for s in r.timeline if s.kind in COLLECTIVES}
+    return tuple(k for k in COLLECTIVES if k in found)
 
 
 def legend_label(kind: str, palette: str) -> str:
@@ -100,7 +113,7 @@ class TimelinePlot:
         self.text = ({"ps": "label", "accumulation": "duration"}[palette] if text == "auto"
                      else text)
         self.collections: dict[str, Collection] = {}
-        for kind in KINDS:
+        for kind in EVERY_KIND:
             # a plain Collection: set_paths takes our one compound path as it is
             coll = Collection(facecolors=PALETTES[palette][kind], edgecolors="black",
                               linewidths=0.6, zorder=ZORDER[kind], label="_" + kind)
@@ -117,16 +130,23 @@ class TimelinePlot:
             ax.tick_params(axis="y", labelsize=10)
         for side in ("top", "right"):
             ax.spines[side].set_visible(False)
+        self.legend, self._legend_for = legend, ()  # the collectives the legend lists
         if legend:
-            ax.legend(handles=legend_handles(palette), loc="upper left", bbox_to_anchor=(1.01, 1),
-                      fontsize=10, frameon=False)
+            self._draw_legend()
         self.rows: list[str] = []
         self.min_px = 0.0  # see _visible; the live dashboards set it
         self.label_every = 1  # a short live timeline with many rows names every k-th row
         self.narrow = False  # compare() side by side sets it: the title wraps
 
+    def _draw_legend(self, runs: Sequence[Run] = ()) -> None:
+        self._legend_for = collectives_in(runs)
+        self.ax.legend(handles=legend_handles(self.palette, runs), loc="upper left",
+                       bbox_to_anchor=(1.01, 1), fontsize=10, frameon=False)
+
     def update(self, run: Run, xmax: float | None = None) -> None:
         """Show `run`: move every block, relabel rows, retitle; xmax fixes the time axis."""
+        if self.legend and collectives_in([run]) != self._legend_for:  # ZeRO's kinds come/go
+            self._draw_legend([run])
         shard_rows = 0 if self.column else len(run.shard_bytes)
         self.rows = [worker_label(w, self.palette) for w in range(run.workers)]
         self.rows += [shard_label(run, s) for s in range(shard_rows)]
@@ -257,7 +277,7 @@ def plot_timeline(run: Run, ax: Axes | None = None, palette: str = "ps",
     plot = TimelinePlot(ax, palette, column=column, label=label, legend=legend and not own)
     plot.update(run)
     if own and legend:
-        _legend_below(ax.figure, palette)
+        _legend_below(ax.figure, palette, [run])
     ax.figure.pslab_plots = [plot]
     return ax.figure
 
@@ -290,13 +310,13 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] | None = ("a", "b"),
         p.update(r, xmax=xmax)
     if stacked:
         axes[0].set_xlabel("")
-    _legend_below(fig, palette)
+    _legend_below(fig, palette, [run_a, run_b])
     fig.pslab_plots = plots
     return fig
 
 
-def _legend_below(fig: Figure, palette: str) -> None:
-    handles = legend_handles(palette)
+def _legend_below(fig: Figure, palette: str, runs: Sequence[Run] = ()) -> None:
+    handles = legend_handles(palette, runs)
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=10,
                frameon=False, columnspacing=1.2, handlelength=1.5)
 

@@ -1,0 +1,75 @@
+"""ZeRO on the clock: figure 000's two shards turned inside out, every worker owns one.
+
+Rajbhandari et al. (SC'20) and PyTorch's FSDP keep no server: with N workers the flat
+parameters are cut into N key ranges (the same `Layout` the server uses) and worker i owns
+range i. Instead of pushes and fetches the workers run two collectives, each a ring of N − 1
+steps of M/N bytes over every worker's own link at once, (N − 1)·(latency + M/(N·bandwidth))
+seconds and (N − 1)/N·M bytes per worker:
+- reduce-scatter: worker i ends with the sum of everyone's gradient of range i;
+- all-gather: every worker ends with every range's weights.
+
+Stages 1 and 2 (P_os, P_os+g) run, after each step, a reduce-scatter of the gradients and an
+all-gather of the updated weights: 2(N − 1)/N·M bytes per worker, a ring all-reduce's volume.
+Stage 3 (P_os+g+p) holds only its range of the weights, so it all-gathers them before the
+forward pass, again before the backward pass (the paper's accounting), and reduce-scatters the
+gradients: 3(N − 1)/N·M, 1.5× the all-reduce. The clock holds one compute block per
+minibatch (forward and backward together), so the backward's all-gather is drawn after it, as
+its own block, where it costs the same time; with `accumulate` = k the collectives run once per
+step, on the k minibatches' mean gradient. No collective overlaps compute, as in the figures:
+every byte shows in the makespan.
+
+The numbers are sync's. Worker i's update of range i — w_i − α·mean(g_i) — is done by the
+arithmetic `ParameterServer` laid out with the N ranges (shard i is worker i's range, its
+pushes and pulls cost no time here: the collectives' spans are the time), so ZeRO's weights
+are sync's and all-reduce's for the same seed.
+"""
+from __future__ import annotations
+
+from .allreduce import RingSimulation
+from .simulation import _new
+from .timeline import Span
+
+FORWARD, BACKWARD = "forward", "backward"  # notes of stage 3's two all-gathers
+
+
+def phases(stage: int) -> list[tuple[str, str | None]]:
+    """The collectives after a step's compute, in order: (kind, note)."""
+    if stage == 3:
+        return [("all-gather", BACKWARD), ("reduce-scatter", None)]
+    return [("reduce-scatter", None), ("all-gather", None)]
+
+
+def bytes_per_worker(stage: int, nbytes: float, workers: int) -> float:
+    """Bytes one worker sends per step: 2(N − 1)/N·M (stages 1, 2) or 3(N − 1)/N·M (stage 3)."""
+    rounds = 3 if stage == 3 else 2
+    return rounds * (workers - 1) * nbytes / workers
+
+
+class ZeroSimulation(RingSimulation):
+    """The ring of pslab.allreduce with ZeRO's collectives as their own spans."""
+
+    def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
+        # Stage 3 holds only its own range: before computing it gathers the rest (the workers
+        # start each step together, after the previous step's collectives).
+        now = self.clock.now
+        if self.policy.stage != 3 or kind != "fetch":
+            return now
+        self.timeline.append(_new(Span, (rank, None, "all-gather", now, now + self.half, step,
+                                         None, FORWARD)))
+        return now + self.half
+
+    def _ring(self, step: int) -> None:
+        now, half, append = self.clock.now, self.half, self.timeline.append
+        order = phases(self.policy.stage)
+        for rank in range(len(self.workers)):
+            if self._push_done[rank] < now:
+                append(_new(Span, (rank, None, "idle", self._push_done[rank], now, step, None,
+                                   "barrier")))
+            t = now
+            for kind, note in order:
+                append(_new(Span, (rank, None, kind, t, t + half, step, None, note)))
+                t += half
+        end = now + len(order) * half
+        self.push_staleness.extend([0] * len(self.workers))
+        self._record(end, 0, None, step)
+        self.clock.at(end, self._next_step, step)
