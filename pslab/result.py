@@ -15,6 +15,7 @@ from .divergence import divergence
 from .layout import Layout, Params
 from .tracefile import to_chrome_trace
 from .timeline import Record, Span, covered, total, worker_shares
+from .zero import Memory, stage_of, worker_memory
 
 
 @dataclass
@@ -90,6 +91,15 @@ class Run:
         """Per worker, seconds computing, transferring and idle (adding up to the makespan), and
         the queue and barrier parts of idle: see pslab.timeline.worker_shares."""
         return worker_shares(self.timeline, self.workers, self.makespan)
+
+    @property
+    def memory(self) -> list[Memory]:
+        """Per worker, bytes of parameters, gradients and optimizer state (fp32 SGD: none) held
+        at the peak: whole copies in sync, async and all-reduce; ZeRO's shards per its stage,
+        as the paper counts them (pslab.zero.worker_memory)."""
+        if self.layout is None:
+            raise ValueError("this run has no layout: its memory cannot be counted")
+        return worker_memory(self.layout, self.workers, stage_of(self.mode))
 
     @property
     def updates(self) -> int:
