@@ -3,7 +3,8 @@ wheel and an sdist of the distribution pslab-edu from this checkout; the wheel g
 fresh virtual environment (torch first, the CPU build on a machine without a GPU, as `make
 install` does; the wheel's own dependencies then resolved by pip from its metadata), which
 imports pslab and every name in pslab.__all__ from the installed copy, runs the README's quick
-start and executes notebook 00 top to bottom. Several minutes, most of them pip's."""
+start, exports its TikZ and executes notebook 00 top to bottom. Several minutes, most of them
+pip's."""
 import json
 import os
 import subprocess
@@ -22,6 +23,9 @@ for name in pslab.__all__:
 run = pslab.train(mode="sync", workers=3, accumulate=1, lr=0.5, batch=32, steps=50,
                   shards=2, seed=0, cluster=pslab.Cluster(speeds=[0.5, 1, 1]))
 print("QUICK START", f"{run.final_accuracy:.3f}", f"{run.makespan:.2f}")
+tex = pslab.tikz(run)  # the figures' TikZ: its style comes from the installed palette
+assert "\\documentclass" in tex and "\\definecolor" in tex and "\\end{tikzpicture}" in tex
+print("TIKZ", len(tex.splitlines()), "lines")
 """
 
 
@@ -53,6 +57,7 @@ def test_the_wheel_installs_by_name_and_runs_the_quick_start(tmp_path):
     away.mkdir()
     out = sh(py, "-c", QUICK_START, cwd=away, env=env)
     assert "QUICK START 0.925 111.82" in out, out  # the README's numbers
+    assert "TIKZ" in out, out
     notebook = away / "00_start_here.ipynb"
     notebook.write_text((ROOT / "notebooks" / "00_start_here.ipynb").read_text())
     (away / "img").symlink_to(ROOT / "notebooks" / "img")
