@@ -6,7 +6,7 @@ import pytest
 
 import pslab
 from pslab import limits
-from pslab import run as run_module
+from pslab import simulate as run_module  # the simulated backend: data, actors
 
 
 @pytest.fixture

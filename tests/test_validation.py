@@ -38,7 +38,7 @@ BAD_TRAIN = [
 @pytest.mark.parametrize("kwargs, name", BAD_TRAIN)
 def test_train_rejects_bad_arguments_by_name(kwargs, name, monkeypatch):
     # "before any work starts": no data is loaded and no simulation is built
-    import pslab.run as run_module
+    import pslab.simulate as run_module  # where train's simulated backend builds its run
 
     def no_work(*a, **k):
         raise AssertionError("work started before validation")
