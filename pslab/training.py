@@ -80,9 +80,10 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
                   hidden=hidden, staleness_lr=staleness_lr)
-    if options is not None and policy.ring:
+    if options is not None and policy.ring:  # (ZeRO stages 1, 2: FSDP2 has no such mode)
         raise ValueError(f"backend='processes' runs the parameter-server modes (sync, async, "
-                         f"SSP, Backup, SoftSync), not a ring all-reduce (got mode={policy.name})")
+                         f"SSP, Backup, SoftSync), not a ring all-reduce or ZeRO's collectives "
+                         f"(got mode={policy.name})")
     if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
         raise ValueError(f"checkpoint must be a pslab.Checkpoint (got {checkpoint!r})")
     if options is not None:  # real processes: pslab/processes/

@@ -149,3 +149,9 @@ def test_a_zero_timeline_compiles_in_tikz(tmp_path):
     pslab.tikz(runs, tmp_path / "zero.tex", labels=["ZeRO-1", "ZeRO-3"])
     out = compile_tex(tmp_path / "zero.tex", tmp_path / "out", svg=False)
     assert out["pdf"].stat().st_size > 1000
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_zero_on_processes_is_refused_by_name_before_any_work(stage):
+    with pytest.raises(ValueError, match=rf"mode=ZeRO\({stage}\)"):
+        pslab.train(mode=pslab.ZeRO(stage), workers=2, steps=1, backend="processes")

@@ -7,6 +7,7 @@
     pslab.classic.backup_workers()     # Chen et al. 2016: N of N + b is faster
     pslab.classic.d2l_transfers()      # d2l: 60 / 80 / 15 ms, a ring ≈ 6 ms
     pslab.classic.distbelief_scaling() # Dean et al. 2012: communication-bound stops scaling
+    pslab.classic.horovod_scaling()    # Sergeev & Del Balso 2018: PS vs ring vs ZeRO over N
 
 Each returns a Result: the paper's number beside pslab's (a table) and `.plot()`.
 Layer: a tier above the front door (`pslab.train`), drawing with the drawing layer.
@@ -14,6 +15,8 @@ Layer: a tier above the front door (`pslab.train`), drawing with the drawing lay
 from .papers import (async_staleness, backup_workers, bounded_delay, d2l_transfers,
                      distbelief_scaling, softsync_staleness, staleness_aware_lr)
 from .result import Result, Row
+from .scaling import horovod_scaling
 
 __all__ = ["Result", "Row", "bounded_delay", "softsync_staleness", "staleness_aware_lr",
-           "async_staleness", "backup_workers", "d2l_transfers", "distbelief_scaling"]
+           "async_staleness", "backup_workers", "d2l_transfers", "distbelief_scaling",
+           "horovod_scaling"]
