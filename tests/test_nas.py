@@ -253,3 +253,15 @@ def test_search_and_random_search_take_the_same_arguments():
     assert nas.random_search(**kw).config["servers"] == nas.search(**kw).config["servers"] == 3
     with pytest.raises(ValueError, match="mode"):  # checked the same way too
         nas.random_search(mode="bogus")
+
+
+def test_random_search_is_uniform_whatever_controller_it_stands_beside():
+    """The learning controller's arguments are kept in the config but change nothing a random
+    search does (as its docstring says): the same children, the same timeline. With
+    policy="lstm" it used to draw from the LSTM's random initial policy, not uniformly."""
+    base = pslab.nas.random_search(seed=0, rounds=2)
+    for kw in (dict(servers=3), dict(mode="sync"), dict(lr=2.0, cube=True, decay=0.8),
+               dict(policy="lstm")):
+        other = pslab.nas.random_search(seed=0, rounds=2, **kw)
+        assert other.samples == base.samples and other.timeline == base.timeline, kw
+        assert all(other.config[k] == v for k, v in kw.items())

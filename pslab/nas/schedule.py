@@ -26,7 +26,7 @@ from ..layout import Params
 from ..server import ParameterServer
 from ..timeline import Span, gaps
 from . import child, reinforce
-from .policies import Policy
+from .policies import SOFTMAX, Policy
 from .space import Arch, Space
 
 _SAMPLE = 11  # random stream id: the children a replica samples (per replica and round)
@@ -68,7 +68,11 @@ class Tiers:
         self.sync, self.learn, self.numerics = sync, learn, numerics
         self.budget, self.cube = budget, cube
         self.policy = policy
-        self.draw0 = policy.sampler(theta0, space)  # the initial policy (timing only, random)
+        # children drawn without a pulled Θ: from the initial policy when timing a search;
+        # uniformly for random search, whatever controller it stands beside (an LSTM's
+        # initial Θ is random, so its first draws are not uniform; softmax's Θ = 0 is)
+        self.draw0 = (policy.sampler(theta0, space) if learn else
+                      SOFTMAX.sampler(SOFTMAX.init(space, seed), space))
         layout = self.layout
         self.resources = [Resource() for _ in range(layout.shards)]
         self._transfers = [(s, r, cluster.transfer_time(b))
