@@ -246,8 +246,11 @@ def test_search_and_random_search_take_the_same_arguments():
 
     from pslab import nas
 
-    assert set(inspect.signature(nas.search).parameters) == \
-        set(inspect.signature(nas.random_search).parameters)
+    params = inspect.signature(nas.search).parameters
+    assert params.keys() == inspect.signature(nas.random_search).parameters.keys()
+    # and the same defaults: a call that leaves one out means the same to both
+    assert {k: p.default for k, p in params.items()} == \
+        {k: p.default for k, p in inspect.signature(nas.random_search).parameters.items()}
     kw = dict(servers=3, controllers=2, children=2, rounds=2, seed=1, lr=2.0, mode="sync",
               numerics=False, cube=True, decay=0.5, policy="lstm")
     assert nas.random_search(**kw).config["servers"] == nas.search(**kw).config["servers"] == 3

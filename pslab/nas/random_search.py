@@ -11,16 +11,17 @@ from .search import Search, _check, _run
 from .space import Space
 
 
-def random_search(servers: int = 1, controllers: int = 3, children: int = 2, rounds: int = 10,
-                  seed: int = 0, lr: float = 1.0, mode: str = "async", numerics: bool = True,
+def random_search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: int = 10,
+                  seed: int = 0, lr: float = 2.0, mode: str = "async", numerics: bool = True,
                   cluster: Cluster | None = None, space: Space | dict | None = None,
-                  cube: bool = False, steps: int = 50, batch: int = 96, child_lr: float = 0.3,
-                  decay: float = 0.0, policy: str = "softmax") -> Search:
+                  cube: bool = True, steps: int = 50, batch: int = 96, child_lr: float = 0.3,
+                  decay: float = 0.8, policy: str = "softmax") -> Search:
     """Sample controllers·children·rounds children uniformly and train them: the baseline of
-    `pslab.nas.search`, which takes the same arguments, checked the same way and meaning the
-    same, so one call can be swapped for the other. Those of the learning controller (servers,
-    lr, mode, cube, decay, policy: where Θ lives and how it learns) are kept in the result's
-    config but change nothing here: a random search never pulls, learns or pushes Θ."""
+    `pslab.nas.search`, which takes the same arguments with the same defaults, checked the same
+    way and meaning the same, so one call can be swapped for the other. Those of the learning
+    controller (servers, lr, mode, cube, decay, policy: where Θ lives and how it learns) are
+    kept in the result's config but change nothing here: a random search never pulls, learns or
+    pushes Θ, and draws its children uniformly (tested)."""
     cfg = _check(servers, controllers, children, rounds, seed, lr, mode, numerics, cluster,
                  space, cube, steps, batch, child_lr, decay, policy)
     return _run(cfg, method="random", learn=False)
