@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pslab.files import write_atomic
+
 SECTIONS = {  # name -> module under bench/ that has rows(quick) -> list of rows
     "clock": "clock_vs_simpy", "numerics": "numerics_vs_torch", "dashboards": "widget_latency",
     "notebooks": "notebooks_time", "processes": "processes_vs_ddp", "nas": "nas_speed",
@@ -108,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{about['torch']}; a bare 10^7-step Python loop takes {about['python_loop_1e7_s']:.2f} s")
     out = args.out or RESULTS / time.strftime("bench-%Y%m%d-%H%M%S.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": about, "quick": args.quick, "rows": rows},
-                              indent=1, default=str))
+    write_atomic(out, json.dumps({"machine": about, "quick": args.quick, "rows": rows},
+                                 indent=1, default=str).encode("utf-8"))
     print(f"written: {out}")
     return 0
 

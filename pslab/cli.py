@@ -66,7 +66,9 @@ def save(fig: Figure, path: Path) -> None:
     """PNG or SVG by suffix, byte-stable across runs (no dates, fixed SVG ids)."""
     with matplotlib.rc_context({"svg.hashsalt": "pslab"}):
         meta = {"Date": None} if path.suffix == ".svg" else {"Software": None}
-        fig.savefig(path, dpi=150, metadata=meta, bbox_inches="tight")  # as notebooks crop
+        # whole or not at all: a failed export leaves the previous picture as it was
+        write_atomic(path, lambda f: fig.savefig(f, format=path.suffix[1:], dpi=150,
+                                                 metadata=meta, bbox_inches="tight"))
 
 
 def figures(out: Path) -> list[Path]:

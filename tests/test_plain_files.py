@@ -89,3 +89,28 @@ def test_a_trace_is_written_whole_and_its_path_checked(tmp_path):
         run.to_chrome_trace(tmp_path)
     out = run.to_chrome_trace(tmp_path / "run.json")
     assert json.loads(out.read_text())["traceEvents"] and os.listdir(tmp_path) == ["run.json"]
+
+
+def test_a_figure_export_that_fails_keeps_the_previous_picture(tmp_path):
+    """python -m pslab figures writes each picture whole: a drawing that fails half way leaves
+    the previous file byte for byte, and no temporary file beside it."""
+    import matplotlib.pyplot as plt
+
+    from pslab.cli import save
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    target = tmp_path / "figure.png"
+    save(fig, target)
+    good = target.read_bytes()
+    assert good.startswith(b"\x89PNG")
+
+    def broken(renderer):  # the artist fails while the PNG is being drawn
+        raise OSError(28, "No space left on device")
+
+    ax.lines[0].draw = broken
+    with pytest.raises(OSError, match=str(target)):
+        save(fig, target)
+    plt.close(fig)
+    assert target.read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png"]
