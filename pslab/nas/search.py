@@ -224,7 +224,7 @@ def search(servers: int = 2, controllers: int = 3, children: int = 2, rounds: in
     children: m child replicas per controller. rounds: batches per replica. seed: every random
     choice. lr: the servers' step on Θ. mode: "async" (each push applied as it comes) or
     "sync" (one averaged update per round, a barrier across replicas). numerics: False runs the
-    clock only (children are sampled from the initial, uniform policy; no training).
+    clock only (children are sampled from the initial policy, uniform for "softmax"; no training).
     cluster: the timing model (default `Cluster(compute_time=0.03)`); a child takes
     steps × (compute_time / its speed) × its relative FLOPs; `speeds` and `durations` are per
     child replica (K·m rows, one column per round).
