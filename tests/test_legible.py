@@ -54,8 +54,21 @@ for i, name in enumerate(("bounded_delay", "softsync_staleness", "staleness_awar
                           "distbelief_scaling"), start=1):
     SETUP[f"r{i}"] = (lambda n: lambda: getattr(pslab.classic, n)())(name)
 
+SETUP["runs"] = lambda: {"runs": [pslab.train(mode=m, workers=4, steps=3, seed=0) for m in (
+    "sync", "allreduce", pslab.ZeRO(1), pslab.ZeRO(2), pslab.ZeRO(3))],
+    "memory": __import__("pslab.zero", fromlist=["memory"]).memory}
+SETUP["comm_bound"] = lambda: pslab.classic.horovod_scaling("communication")
+
 # (notebook, the cell's source) -> the names it reads from SETUP
 CELLS = {
+    ("07_parameter_server_to_zero", 'modes = ["sync", "allreduce", pslab.ZeRO(1), pslab.ZeRO(2), '
+     'pslab.ZeRO(3)]\nruns = [pslab.train(mode=m, workers=4, steps=3, seed=0) for m in modes]\n'
+     'pslab.plot.stacked(runs)'): [],
+    ("07_parameter_server_to_zero", 'paper = [memory(7.5e9, 64, stage) for stage in range(4)]\n'
+     'print("paper, GB per GPU:", [round(m.total / 1e9, 1) for m in paper])\nours = '
+     '[runs[0].memory[0]] + [r.memory[0] for r in runs[2:]]\npslab.plot.memory_bars({"paper: '
+     'Ψ = 7.5 B, N = 64, mixed Adam": paper, "our MLP: N = 4, fp32 SGD": ours})'): ["runs"],
+    ("07_parameter_server_to_zero", "comm_bound.plot()"): ["comm_bound"],
     ("00_start_here", "plot.plot_timeline(run)"): ["run"],
     ("01_data_parallel", "plot.plot_dataflow(run)"): ["run002"],
     ("01_data_parallel", "plot.plot_timeline(run)"): ["run002"],

@@ -7,6 +7,8 @@ return a matplotlib Figure (no pyplot: nothing global, nothing to close, same fi
 from .dataflow_plot import Flow, flows, plot_dataflow
 from .timeline_plot import TimelinePlot, compare, legend_handles, plot_timeline
 from .training_plot import StalenessPlot, TrainingPlot, plot_staleness, plot_training
+from .zero_plot import memory_bars, stacked
 
 __all__ = ["TimelinePlot", "TrainingPlot", "StalenessPlot", "plot_timeline", "compare",
-           "plot_training", "plot_staleness", "plot_dataflow", "flows", "Flow", "legend_handles"]
+           "plot_training", "plot_staleness", "plot_dataflow", "flows", "Flow", "legend_handles",
+           "stacked", "memory_bars"]
