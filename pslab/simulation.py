@@ -20,6 +20,7 @@ from .cluster import Cluster
 from .engine import Clock, Resource, collector_paused, stop_on_interrupt
 from .modes import Policy
 from .server import ParameterServer
+from .columns import NONE, Columns
 from .timeline import Record, Span, gaps  # Record: public here too
 from .worker import Worker
 
@@ -48,7 +49,10 @@ class Simulation:
                          for s, (r, b) in enumerate(zip(self.shards, shard_bytes))]
         self.evaluate = evaluate
         self.clock = Clock()
-        self.timeline: list[Span] = []
+        self.timeline = Columns()  # reads as a list of Spans; no object per span
+        code = self.timeline.kind_code
+        self._codes = {k: code(k) for k in ("compute", "idle", "update", "fetch", "push")}
+        self._queue = self.timeline.note_code("queue")
         self.history: list[Record] = []
         self.push_staleness: list[int] = []  # of every push the server used, in arrival order
         self._numerics = server.params is not None  # False: timing only, no keys to move
@@ -101,18 +105,20 @@ class Simulation:
             fetch = self.workers[rank].fetch
             for s in self._shard_ids:
                 fetch(server, s)
-        row, k, append = self.durations[rank], self.accumulate, self.timeline.append
+        row, k = self.durations[rank], self.accumulate
+        add, compute = self.timeline.rows.fromlist, self._codes["compute"]
         for micro in range(k):
             d = row[step * k + micro]
-            append(_new(Span, (rank, None, "compute", t, t + d, step, micro, None)))
+            add([rank, NONE, compute, step, micro, 0, t, t + d])
             t += d
         self.clock.at(t, self.computed, rank, step)
 
     def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
         """Book one transfer per shard, all asked for now; returns when the last one ends.
         Time spent queued behind other jobs on a busy shard becomes idle, noted "queue"."""
-        now, timeline = self.clock.now, self.timeline
-        append, jobs = timeline.append, self._transfers[rank]
+        now, timeline, jobs = self.clock.now, self.timeline, self._transfers[rank]
+        add = timeline.rows.fromlist  # a list: faster than extend with a tuple
+        code, why = self._codes[kind], timeline.note_code(note)
         # The holes between the jobs are found as they are booked (with many workers, most
         # transfers queue), which is right while no job starts before the one booked before it;
         # else timeline.gaps sorts them out. end: the jobs so far cover [now, end] but for holes.
@@ -123,9 +129,9 @@ class Simulation:
             if a < now:
                 a = now
             b = shard.free_at = a + cost
-            append(_new(Span, (rank, s, kind, a, b, step, None, note)))
+            add([rank, s, code, step, NONE, why, a, b])
             if a > end:
-                holes.append(_new(Span, (rank, None, "idle", end, a, step, None, "queue")))
+                holes.append((end, a))
             if b > end:
                 end = b
             if a < last:
@@ -133,9 +139,10 @@ class Simulation:
             last = a
         if not ordered:
             booked = [(sp.start, sp.end) for sp in timeline[-len(jobs):]]
-            holes = [_new(Span, (rank, None, "idle", a, b, step, None, "queue"))
-                     for a, b in gaps(booked, now, end)]
-        timeline.extend(holes)
+            holes = gaps(booked, now, end)
+        idle, queue = self._codes["idle"], self._queue
+        for a, b in holes:
+            add([rank, NONE, idle, step, NONE, queue, a, b])
         return end
 
     # --- push, and the server's update --------------------------------------------------
@@ -172,7 +179,7 @@ class Simulation:
     def _push(self, worker: Worker, now: float, step: int) -> tuple[float | None, int]:
         """Hand every shard its slice; book the updates that completes. Returns when the last
         update ends (None: the server only buffered the push) and the push's staleness."""
-        server, append = self.server, self.timeline.append
+        server, timeline, update = self.server, self.timeline, self._codes["update"]
         versions, fetched = server.versions, self._fetched[worker.rank]
         grads = worker.grads  # empty in timing-only runs: push None, as Worker.push would
         scaled = self.staleness_lr and grads  # lr / staleness, Zhang et al.
@@ -189,7 +196,7 @@ class Simulation:
                 if u0 < now:
                     u0 = now
                 u1 = shard.free_at = u0 + cost
-                append(_new(Span, (None, s, "update", u0, u1, step, None, None)))
+                timeline.rows.fromlist([NONE, s, update, step, NONE, 0, u0, u1])
                 if applied_at is None or u1 > applied_at:
                     applied_at = u1
         return applied_at, stale

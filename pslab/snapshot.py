@@ -68,7 +68,8 @@ def restore(sim: Simulation, state: dict[str, Any], tensors: dict[str, torch.Ten
     for routes, free in zip(sim._transfers, state["shards_free_at"], strict=True):
         for (_, resource, _), at in zip(routes, free, strict=True):
             resource.free_at = at
-    sim.timeline[:] = [Span(*s) for s in state["timeline"]]
+    sim.timeline.clear()
+    sim.timeline.extend(Span(*s) for s in state["timeline"])
     sim.history[:] = [Record(*r) for r in state["history"]]
     for k, v in state["plain"].items():
         setattr(sim, k, v)

@@ -69,6 +69,8 @@ def gaps(busy: Iterable[tuple[float, float]], start: float, end: float) -> list[
 
 def total(spans: Iterable[Span], kind: str, note: str | None = None) -> float:
     """Summed duration of the spans of one kind (and, if given, one note)."""
+    if hasattr(spans, "total"):  # a columnar timeline (pslab.columns) sums its columns
+        return spans.total(kind, note)
     return sum(s.end - s.start for s in spans
                if s.kind == kind and (note is None or s.note == note))
 

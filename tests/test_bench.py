@@ -53,7 +53,9 @@ def test_python_m_bench_prints_and_writes_every_ratio(tmp_path, capsys):
     assert all(r["ratio"] > 0 for r in rows[1:])  # every comparison carries its ratio
     assert written["machine"]["python_loop_1e7_s"] > 0 and written["machine"]["torch"]
     printed = capsys.readouterr().out
-    assert "pslab/plain <= 1.3" in printed and f"{rows[1]['ratio']:.2f}x" in printed
+    assert "like for like: pslab/plain <= 1.2" in printed and f"{rows[2]['ratio']:.2f}x" in printed
+    assert rows[2]["met"] == (rows[2]["ratio"] <= 1.2)  # the goal row says whether it is met
+    assert ("(met)" if rows[2]["met"] else "(NOT met)") in printed
 
 
 def test_the_dashboard_bench_builds_its_dashboards():

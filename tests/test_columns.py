@@ -1,0 +1,53 @@
+"""pslab.columns: a simulated run's timeline is kept as columns and reads as the list of Spans
+it stands for (len, index, slices, iteration, ==), and its sums are the list's, bit for bit."""
+import dataclasses
+
+import pytest
+
+import pslab
+from pslab.columns import Columns
+from pslab.timeline import Span, total
+
+
+@pytest.fixture(scope="module")
+def run():
+    return pslab.train(mode=pslab.Backup(1), workers=4, steps=6, numerics=False, shards=3,
+                       cluster=pslab.Cluster(jitter=0.3), seed=3)
+
+
+def test_the_timeline_reads_as_a_list_of_spans(run):
+    spans = list(run.timeline)
+    assert isinstance(run.timeline, Columns) and len(spans) == len(run.timeline) > 0
+    assert all(type(s) is Span for s in spans)
+    assert run.timeline == spans and spans == run.timeline and run.timeline != spans[:-1]
+    assert run.timeline[0] == spans[0] and run.timeline[-1] == spans[-1]
+    assert run.timeline[2:7] == spans[2:7] and run.timeline[::-3] == spans[::-3]
+    assert list(reversed(run.timeline)) == spans[::-1]
+    assert run.timeline.index(spans[5]) == spans.index(spans[5]) and spans[5] in run.timeline
+    assert {s.kind for s in spans} >= {"fetch", "compute", "push", "update", "idle"}
+    assert any(s.note == "barrier" for s in spans) and all(
+        s.micro is None or isinstance(s.micro, int) for s in spans)
+    with pytest.raises(IndexError):
+        run.timeline[len(spans)]
+
+
+def test_round_trip_keeps_every_field():
+    spans = [Span(0, None, "compute", 0.0, 0.1, 0, 1), Span(None, 2, "update", 0.1, 0.3, 0),
+             Span(3, 1, "push", 0.3, 1 / 3, 7, None, "dropped"),
+             Span(1, None, "allgather", 0.5, 0.75, 2, None, "a note of a new mode")]
+    cols = Columns(spans)
+    assert list(cols) == spans and cols[3].kind == "allgather"  # new kinds and notes: no enum
+    cols.append(spans[0])
+    assert len(cols) == 5 and cols[-1] == spans[0]
+    cols.clear()
+    assert len(cols) == 0 and not cols
+
+
+def test_sums_on_the_columns_equal_the_lists_bit_for_bit(run):
+    spans = list(run.timeline)
+    for kind, note in (("idle", None), ("idle", "barrier"), ("idle", "queue"), ("push", None),
+                       ("compute", None), ("push", "dropped"), ("collective", None)):
+        assert total(run.timeline, kind, note) == total(spans, kind, note)
+    listed = dataclasses.replace(run, timeline=spans)
+    assert run.idle_time == listed.idle_time and run.barrier_time == listed.barrier_time
+    assert run.queue_time == listed.queue_time and run.shares() == listed.shares()
