@@ -286,3 +286,40 @@ QUESTIONS.update({
         "model. How many milliseconds then?", _classic_ring, kind="number", tolerance=0.4,
         unit="ms", hint="each GPU sends 2(N−1) chunks of M/N bytes."),
 })
+
+
+# ---- notebook 07: from the parameter server to ZeRO (pslab.collectives, pslab.zero) ----------
+def _zero_bytes() -> Truth:
+    from ..modes import ZeRO
+
+    kw = dict(workers=4, steps=2, numerics=False)
+    ring, three = train(mode="allreduce", **kw), train(mode=ZeRO(3), **kw)
+    moved = [sum(s.duration for s in r.timeline if s.worker == 0 and s.kind not in
+                 ("compute", "idle")) for r in (ring, three)]
+    ratio = moved[1] / moved[0]
+    return Truth(round(ratio, 2), f"all-reduce is a reduce-scatter plus an all-gather, "
+                 f"2Ψ(N−1)/N per worker; ZeRO-3 all-gathers the weights twice (forward and "
+                 f"backward) and reduce-scatters once: 3Ψ(N−1)/N. Worker 0 spends "
+                 f"{moved[0]:.3f} s against {moved[1]:.3f} s per run: x{ratio:.2f}.")
+
+
+def _zero_memory() -> Truth:
+    from ..zero import memory
+
+    n = next(n for n in range(1, 1025) if memory(7.5e9, n, 3).total < memory(7.5e9, n, 1).total)
+    one, three = memory(7.5e9, n, 1).total / 1e9, memory(7.5e9, n, 3).total / 1e9
+    return Truth(n, f"stage 1 keeps the fp16 weights and gradients whole (4Ψ) and shards only "
+                 f"the optimizer state (12Ψ/N); stage 3 shards all of it (16Ψ/N). 16/N < 4 + "
+                 f"12/N as soon as N > 1: at N = {n}, {three:.1f} GB against {one:.1f} GB.")
+
+
+QUESTIONS.update({
+    "zero.bytes": lambda: Question(
+        "zero.bytes", "Per step, ZeRO-3 moves how many times the bytes of a ring all-reduce?",
+        _zero_bytes, kind="number", tolerance=0.05, unit="x",
+        hint="count the collectives; each moves Ψ(N−1)/N per worker."),
+    "zero.memory": lambda: Question(
+        "zero.memory", "The paper's model (Ψ = 7.5 B, mixed-precision Adam): from how many GPUs "
+        "N on is ZeRO-3's memory per GPU below ZeRO-1's?", _zero_memory, kind="number",
+        tolerance=0, unit="GPUs", hint="stage 1: 4Ψ + 12Ψ/N; stage 3: 16Ψ/N."),
+})
