@@ -1,7 +1,9 @@
 """Memory a run adds: peak RSS of a fresh, warmed process before and after one run.
 
-The peak (ru_maxrss) is what a shared JupyterHub server feels, not what is left after the run;
-a fresh subprocess per measure, so one run's peak cannot hide another's.
+The peak (VmHWM, the process's high-water resident set) is what a shared JupyterHub server
+feels, not what is left after the run; a fresh subprocess per measure, so one run's peak cannot
+hide another's. Not ru_maxrss: a child inherits its parent's maximum through fork and exec, so
+inside the bench it read the bench's own peak.
 """
 from __future__ import annotations
 
@@ -10,12 +12,14 @@ import subprocess
 import sys
 
 SCRIPT = """
-import json, resource, pslab
+import json, pslab
+def peak():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
 kw = dict(mode="async", steps={steps}, numerics=False, cluster=pslab.Cluster(jitter=0.3), seed=0)
 pslab.train(workers=8, **kw)  # warm: imports, first-call caches
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak()
 run = pslab.train(workers={workers}, **kw)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = peak()
 print(json.dumps({{"before_mb": before / 1024, "after_mb": after / 1024,
                   "spans": len(run.timeline)}}))
 """
