@@ -19,7 +19,8 @@ from pslab.processes.fsdp import train_fsdp  # noqa: E402
 def test_fsdp2_processes_give_the_simulated_zero3_weights(workers, accumulate, exact,
                                                           tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # to see what is left behind
-    real = train_fsdp(workers=workers, steps=4, seed=1, accumulate=accumulate)
+    run = train_fsdp(workers=workers, steps=4, seed=1, accumulate=accumulate)
+    real = run.weights
     sim = pslab.train(mode=pslab.ZeRO(3), workers=workers, steps=4, seed=1,
                       accumulate=accumulate)
     start = pslab.train(workers=1, steps=1, seed=1, lr=1e-12)
@@ -30,6 +31,15 @@ def test_fsdp2_processes_give_the_simulated_zero3_weights(workers, accumulate, e
             assert torch.allclose(real[name], w, rtol=0, atol=1e-6), name
     assert not torch.allclose(sim.weights["W_h"], start.weights["W_h"], atol=1e-3)  # it trained
     assert list(tmp_path.iterdir()) == []  # the store and the weights file are gone
+    # the measured timeline: every worker's every step shows FSDP2's collectives
+    kinds = {(s.worker, s.step, s.kind) for s in run.timeline}
+    for w in range(workers):
+        for step in range(4):
+            assert {(w, step, "all-gather"), (w, step, "reduce-scatter")} <= kinds
+    assert all(0 <= s.start <= s.end <= run.makespan for s in run.timeline)
+    assert run.updates == 4 and run.history[-1].time == run.makespan
+    fig = pslab.plot_timeline(run)  # the same drawing code as a simulated run
+    assert "measured" in fig.axes[0].get_xlabel()
 
 
 @pytest.mark.parametrize("kwargs, name", [(dict(workers=1), "workers"), (dict(steps=0), "steps"),

@@ -9,13 +9,17 @@ float tolerance (FSDP2 sums in its own order). The processes meet through a file
 private temporary folder: no port to choose, nothing left behind. A process that fails makes
 the whole call raise (torch.multiprocessing stops the others).
 
-Not yet here: a measured timeline of the collectives (notes/h22.md).
+The returned Run's timeline is measured: torch.profiler's FSDP2 ranges (compute, "FSDP::
+all_gather", "FSDP::post_backward_reduce") become compute, all-gather and reduce-scatter spans
+on the processes' shared monotonic clock, so it plots with the same code as a simulated run.
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
+import time
 
 import torch
 
@@ -23,7 +27,10 @@ from ..checks import integer, number
 from ..data import Digits
 from ..files import load_tensors, save_tensors
 from ..model import NAMES, init_params
-from ..result import Params
+from ..result import Params, Run
+from ..timeline import Record, Span
+
+KINDS = {"FSDP::all_gather (": "all-gather", "FSDP::post_backward_reduce (": "reduce-scatter"}
 
 
 class Layer(torch.nn.Module):
@@ -51,8 +58,9 @@ class MLP(torch.nn.Module):
 
 
 def train_fsdp(workers: int = 2, steps: int = 5, seed: int = 0, batch: int = 32,
-               lr: float = 0.5, hidden: int = 32, accumulate: int = 1) -> Params:
-    """Train with FSDP2 over `workers` processes; returns the final weights (pslab's names)."""
+               lr: float = 0.5, hidden: int = 32, accumulate: int = 1) -> Run:
+    """Train with FSDP2 over `workers` processes; returns the Run: final weights (pslab's
+    names) and the measured timeline of every step's compute and collectives."""
     workers = integer("workers (FSDP2 needs at least 2 to shard)", workers, low=2, high=16)
     steps, batch = integer("steps", steps, high=10**5), integer("batch", batch, high=1797)
     hidden, accumulate = integer("hidden", hidden, high=4096), integer("accumulate", accumulate)
@@ -64,7 +72,18 @@ def train_fsdp(workers: int = 2, steps: int = 5, seed: int = 0, batch: int = 32,
         settings = (workers, steps, seed, batch, lr, hidden, accumulate, folder)
         mp.start_processes(_worker, args=settings, nprocs=workers, start_method="spawn")
         _, tensors = load_tensors(os.path.join(folder, "weights.safetensors"), "FSDP2 weights")
-        return {name: tensors[name] for name in NAMES}
+        spans = []
+        for rank in range(workers):
+            meta, _ = load_tensors(os.path.join(folder, f"spans{rank}.safetensors"), "spans")
+            spans += [Span(rank, None, kind, a, b, step) for kind, a, b, step in meta["spans"]]
+        t0 = min(sp.start for sp in spans)
+        spans = [sp._replace(start=sp.start - t0, end=sp.end - t0) for sp in spans]
+        config = dict(mode="ZeRO(3)", workers=workers, accumulate=accumulate, lr=lr,
+                      batch=batch, steps=steps, seed=seed, hidden=hidden, backend="processes")
+        ends = [max(sp.end for sp in spans if sp.step == k) for k in range(steps)]
+        history = [Record(t, math.nan, math.nan, 0, k + 1, None, k) for k, t in enumerate(ends)]
+        return Run(config, sorted(spans, key=lambda sp: sp.start), history,
+                   {name: tensors[name] for name in NAMES}, max(sp.end for sp in spans))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -84,14 +103,17 @@ def _worker(rank: int, workers: int, steps: int, seed: int, batch: int, lr: floa
         fully_shard(model.output)
         fully_shard(model)
         opt = torch.optim.SGD(model.parameters(), lr=lr)
+        spans = []
         for step in range(steps):
-            for micro in range(accumulate):
-                x, y = data.minibatch(step, rank, micro, workers, accumulate, batch)
-                loss = torch.nn.functional.cross_entropy(model(x), y) / accumulate
-                model.set_requires_gradient_sync(micro == accumulate - 1)
-                loss.backward()
-            opt.step()
-            opt.zero_grad()
+            with _profiled(spans, step):
+                for micro in range(accumulate):
+                    x, y = data.minibatch(step, rank, micro, workers, accumulate, batch)
+                    loss = torch.nn.functional.cross_entropy(model(x), y) / accumulate
+                    model.set_requires_gradient_sync(micro == accumulate - 1)
+                    loss.backward()
+                opt.step()
+                opt.zero_grad()
+        save_tensors(os.path.join(folder, f"spans{rank}.safetensors"), {}, {"spans": spans})
         full = {name: p.full_tensor() for layer in (model.hidden, model.output)
                 for name, p in zip(layer.names, (layer.W, layer.b))}
         if rank == 0:
@@ -99,3 +121,37 @@ def _worker(rank: int, workers: int, steps: int, seed: int, batch: int, lr: floa
                          {k: full[k].detach().contiguous() for k in NAMES}, {})
     finally:
         dist.destroy_process_group()
+
+
+class _profiled:
+    """torch.profiler around one step; its FSDP2 collectives and the step's compute (the rest)
+    appended to `spans` as (kind, start, end, step) in seconds of the monotonic clock."""
+
+    def __init__(self, spans: list, step: int):
+        self.spans, self.step = spans, step
+
+    def __enter__(self) -> None:
+        from torch.profiler import ProfilerActivity, profile
+
+        self.prof = profile(activities=[ProfilerActivity.CPU])
+        self.prof.__enter__()
+        self.t0 = time.monotonic()
+
+    def __exit__(self, *exc) -> None:
+        end = time.monotonic()
+        self.prof.__exit__(*exc)
+        found = []
+        for e in self.prof.events():
+            kind = next((k for prefix, k in KINDS.items() if e.name.startswith(prefix)), None)
+            if kind:
+                found.append((kind, self.t0 + e.time_range.start / 1e6,
+                              self.t0 + e.time_range.end / 1e6))
+        found.sort(key=lambda f: f[1])
+        t = self.t0
+        for kind, a, b in found:
+            if a > t:
+                self.spans.append(("compute", t, a, self.step))
+            self.spans.append((kind, a, b, self.step))
+            t = max(t, b)
+        if end > t:
+            self.spans.append(("compute", t, end, self.step))
