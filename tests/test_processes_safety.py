@@ -103,7 +103,7 @@ def test_an_address_that_is_not_one_of_this_machine_is_refused_at_once(address, 
 
 NO_GUARD = """
 import pslab
-run = pslab.train(workers=2, steps=4, backend="processes", timeout=5, start_method="{method}")
+run = pslab.train(workers=2, steps=4, backend="processes", timeout=30, start_method="{method}")
 print("DONE", run.complete, run.updates)
 """
 
