@@ -28,6 +28,7 @@ def write_atomic(path: str | Path, data: bytes | Callable[[Any], None]) -> None:
     fd, aside = None, None
     try:
         fd, aside = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+        os.fchmod(fd, _mode_for(path))  # mkstemp's 0600, made what a plain open() would give
         with os.fdopen(fd, "wb") as f:
             fd = None
             if callable(data):
@@ -48,6 +49,18 @@ def write_atomic(path: str | Path, data: bytes | Callable[[Any], None]) -> None:
                 os.unlink(aside)
             except OSError:
                 pass
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions the written file gets: the old file's when it replaces one, else what
+    the user's umask gives a new file (a teacher's exported figure readable as usual; a
+    student who wants private files sets umask 077)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
 
 
 def check_writable_path(path: Any, name: str) -> Path:

@@ -114,3 +114,20 @@ def test_a_figure_export_that_fails_keeps_the_previous_picture(tmp_path):
     plt.close(fig)
     assert target.read_bytes() == good
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png"]
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    from pslab.files import write_atomic
+
+    before = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "new.txt", b"x")
+        assert (tmp_path / "new.txt").stat().st_mode & 0o777 == 0o644
+        os.umask(0o077)
+        write_atomic(tmp_path / "private.txt", b"x")
+        assert (tmp_path / "private.txt").stat().st_mode & 0o777 == 0o600
+        (tmp_path / "new.txt").chmod(0o640)
+        write_atomic(tmp_path / "new.txt", b"y")  # a replaced file keeps its mode
+        assert (tmp_path / "new.txt").stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(before)
