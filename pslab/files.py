@@ -9,7 +9,6 @@ pslab's own JSON. Unpickling a file would run whatever code a crafted one holds.
 from __future__ import annotations
 
 import json
-import math
 import os
 import struct
 import tempfile
@@ -127,8 +126,3 @@ def _header_meta(blob: bytes) -> dict[str, Any] | None:
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
     return meta if isinstance(meta, dict) else None
-
-
-def plain_float(x: float) -> float:
-    """A float JSON keeps exactly (json writes repr; inf and nan as Infinity and NaN)."""
-    return float(x) if not math.isnan(x) else math.nan
