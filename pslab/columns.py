@@ -1,12 +1,12 @@
 """A timeline kept as columns: the same spans as figure 000's list, without an object per span.
 
 A timing-only run of 800 workers x 100 steps makes ~760k spans; as `Span` tuples they take
-~125 MB. `Columns` keeps them in one flat array of doubles, eight per span (64 bytes; the six
-small ints are exact in a double, and one array call per span is cheaper than two), and makes a
-`Span` only when one is read, so
-`run.timeline` still reads as a list of Spans (len, index, slices, iteration, ==) and every plot
-and export is unchanged. Kinds and notes are numbered as they first appear: a backend may add
-new kinds (collectives, ...) without touching this file.
+~125 MB. `Columns` keeps each span as three doubles (24 bytes): its start, its end and one whole
+number that packs the six small fields (worker, shard, kind, step, micro, note) in mixed radix,
+exact while it stays below 2^53. It makes a `Span` only when one is read, so `run.timeline`
+still reads as a list of Spans (len, index, slices, iteration, ==) and every plot and export is
+unchanged. Kinds and notes are numbered as they first appear: a backend may add new kinds
+(collectives, ...) without touching this file.
 """
 from __future__ import annotations
 
@@ -15,42 +15,109 @@ from typing import Iterable, Iterator, overload
 
 from .timeline import KINDS, NOTES, Span
 
-WIDTH = 8  # per span: worker, shard, kind, step, micro, note, start, end
-START, END = 6, 7
+WIDTH = 3  # per span: code, start, end
+CODE, START, END = 0, 1, 2
 NONE = -1  # worker, shard or micro that is None
+NAMES = 64  # kinds, and notes, a timeline can tell apart
+EXACT = 2**53  # every whole number below this is exact in a double
+CHUNK = 1 << 16  # spans decoded at once when iterating
 
 
 class Columns:
-    """A list of Spans stored as rows of 8 doubles. `append`/`extend` take Spans (or
-    8-tuples); the engine's hot loop fills `rows` directly (fromlist: faster than extend with a
-    tuple), with codes from `kind_code`/`note_code` (None is NONE; note None is 0)."""
+    """A list of Spans stored as rows of 3 doubles. `append`/`extend` take Spans (or 8-tuples).
+    The engine's hot loop fills `rows` directly with `code(...)`s it computed once per worker
+    and shard plus `step * step_unit`: for that, size the columns to the run
+    (`workers`, `shards`, `micros`: one more than the largest index each field takes), which
+    also fixes them; unsized columns grow their radices as spans need."""
 
-    def __init__(self, spans: Iterable[Span] = ()):
+    def __init__(self, spans: Iterable[Span] = (), workers: int = 0, shards: int = 0,
+                 micros: int = 0):
         self.rows = array("d")
         self.kinds: list[str] = list(KINDS)
         self.notes: list[str | None] = [None, *NOTES]
         self._kind = {k: i for i, k in enumerate(self.kinds)}
         self._note = {n: i for i, n in enumerate(self.notes)}
+        self.fixed = bool(workers or shards or micros)
+        self._radix(workers + 1, shards + 1, micros + 1)
         self.extend(spans)
+
+    def _radix(self, workers: int, shards: int, micros: int) -> None:
+        """Field sizes: None is 0, index i is i + 1. code = ((((step * micros + micro) * workers
+        + worker) * shards + shard) * NAMES + kind) * NAMES + note."""
+        self.radix = (workers, shards, micros)
+        self.shard_unit = NAMES * NAMES
+        self.worker_unit = self.shard_unit * shards
+        self.micro_unit = self.worker_unit * workers
+        self.step_unit = self.micro_unit * micros
 
     def kind_code(self, kind: str) -> int:
         if kind not in self._kind:
+            if len(self.kinds) == NAMES:
+                raise ValueError(f"a timeline tells at most {NAMES} kinds apart (new: {kind!r})")
             self._kind[kind] = len(self.kinds)
             self.kinds.append(kind)
         return self._kind[kind]
 
     def note_code(self, note: str | None) -> int:
         if note not in self._note:
+            if len(self.notes) == NAMES:
+                raise ValueError(f"a timeline tells at most {NAMES} notes apart (new: {note!r})")
             self._note[note] = len(self.notes)
             self.notes.append(note)
         return self._note[note]
 
+    def code(self, worker: int | None, shard: int | None, kind: str, step: int,
+             micro: int | None = None, note: str | None = None) -> int:
+        """The packed number of a span's six small fields (growing unsized columns to fit)."""
+        w = 0 if worker is None else worker + 1
+        s = 0 if shard is None else shard + 1
+        m = 0 if micro is None else micro + 1
+        if min(w, s, m) < 0 or w >= self.radix[0] or s >= self.radix[1] or m >= self.radix[2]:
+            self._grow(w, s, m)
+        c = (step * self.step_unit + m * self.micro_unit + w * self.worker_unit
+             + s * self.shard_unit + self.kind_code(kind) * NAMES + self.note_code(note))
+        if not -EXACT < c < EXACT:
+            raise OverflowError(f"step {step} is past what this timeline can hold exactly")
+        return c
+
+    def _grow(self, w: int, s: int, m: int) -> None:
+        if self.fixed or min(w, s, m) < 0:
+            raise ValueError(f"span (worker, shard, micro) = ({w - 1}, {s - 1}, {m - 1}) is "
+                             f"outside this timeline's range {tuple(r - 1 for r in self.radix)}")
+        old = self._fields()
+        self._radix(*(max(2 * r, v + 1) if v >= r else r
+                      for r, v in zip(self.radix, (w, s, m))))
+        if len(self):
+            import numpy as np
+
+            step, m0, w0, s0, kind, note = old
+            codes = (((((step * self.radix[2] + m0) * self.radix[0] + w0) * self.radix[1] + s0)
+                      * NAMES + kind) * NAMES + note)
+            if np.abs(codes).max() >= EXACT:
+                raise OverflowError("these spans' steps are past what a timeline holds exactly")
+            self._table()[:, CODE] = codes
+
+    def _table(self):
+        import numpy as np
+
+        return np.frombuffer(self.rows, dtype=np.float64).reshape(-1, WIDTH)
+
+    def _fields(self, lo: int = 0, hi: int | None = None) -> tuple:
+        """(step, micro, worker, shard, kind, note) arrays of spans lo:hi, as stored (+1)."""
+        import numpy as np
+
+        c = self._table()[lo:hi, CODE].astype(np.int64)
+        c, note = np.divmod(c, NAMES)
+        c, kind = np.divmod(c, NAMES)
+        c, shard = np.divmod(c, self.radix[1])
+        c, worker = np.divmod(c, self.radix[0])
+        step, micro = np.divmod(c, self.radix[2])
+        return step, micro, worker, shard, kind, note
+
     def append(self, span: Iterable) -> None:
         worker, shard, kind, start, end, step, *rest = span
         micro, note = (rest + [None, None])[:2]
-        self.rows.fromlist([NONE if worker is None else worker,
-                            NONE if shard is None else shard, self.kind_code(kind), step,
-                            NONE if micro is None else micro, self.note_code(note), start, end])
+        self.rows.fromlist([self.code(worker, shard, kind, step, micro, note), start, end])
 
     def clear(self) -> None:
         del self.rows[:]
@@ -63,10 +130,24 @@ class Columns:
         return len(self.rows) // WIDTH
 
     def _span(self, i: int) -> Span:
-        w, s, k, step, micro, note, start, end = self.rows[i * WIDTH:(i + 1) * WIDTH]
-        return Span(None if w == NONE else int(w), None if s == NONE else int(s),
-                    self.kinds[int(k)], start, end, int(step),
-                    None if micro == NONE else int(micro), self.notes[int(note)])
+        c, start, end = self.rows[i * WIDTH:(i + 1) * WIDTH]
+        c, note = divmod(int(c), NAMES)
+        c, kind = divmod(c, NAMES)
+        c, s = divmod(c, self.radix[1])
+        c, w = divmod(c, self.radix[0])
+        step, m = divmod(c, self.radix[2])
+        return Span(w - 1 if w else None, s - 1 if s else None, self.kinds[kind], start, end,
+                    step, m - 1 if m else None, self.notes[note])
+
+    def _spans(self, lo: int, hi: int) -> list[Span]:
+        """Spans lo:hi (lo < hi), decoded with numpy: far faster than one by one."""
+        step, micro, worker, shard, kind, note = (a.tolist() for a in self._fields(lo, hi))
+        times = self._table()[lo:hi]
+        kinds, notes = self.kinds, self.notes
+        return [Span(w - 1 if w else None, s - 1 if s else None, kinds[k], a, b, t,
+                     m - 1 if m else None, notes[n])
+                for w, s, k, a, b, t, m, n in zip(worker, shard, kind, times[:, START].tolist(),
+                                                  times[:, END].tolist(), step, micro, note)]
 
     @overload
     def __getitem__(self, i: int) -> Span: ...
@@ -76,7 +157,10 @@ class Columns:
     def __getitem__(self, i):
         n = len(self)
         if isinstance(i, slice):
-            return [self._span(j) for j in range(*i.indices(n))]
+            start, stop, stride = i.indices(n)
+            if stride == 1:
+                return self._spans(start, stop) if start < stop else []
+            return [self._span(j) for j in range(start, stop, stride)]
         if not isinstance(i, int):
             raise TypeError(f"timeline indices must be integers or slices, not {type(i).__name__}")
         if i < 0:
@@ -86,7 +170,8 @@ class Columns:
         return self._span(i)
 
     def __iter__(self) -> Iterator[Span]:
-        return (self._span(i) for i in range(len(self)))
+        for lo in range(0, len(self), CHUNK):
+            yield from self._spans(lo, min(lo + CHUNK, len(self)))
 
     def __reversed__(self) -> Iterator[Span]:
         return (self._span(i) for i in range(len(self) - 1, -1, -1))
@@ -122,13 +207,14 @@ class Columns:
 
     def total(self, kind: str, note: str | None = None) -> float:
         """Summed duration of the spans of one kind (and one note), read off the columns."""
+        if kind not in self._kind or (note is not None and note not in self._note) or not self:
+            return 0.0
         import numpy as np
 
-        if kind not in self._kind or (note is not None and note not in self._note):
-            return 0.0
-        rows = np.frombuffer(self.rows, dtype=np.float64).reshape(-1, WIDTH)
-        pick = rows[:, 2] == self._kind[kind]
+        rows = self._table()
+        names = np.mod(rows[:, CODE].astype(np.int64), NAMES * NAMES)  # kind * NAMES + note
+        pick = names // NAMES == self._kind[kind]
         if note is not None:
-            pick &= rows[:, 5] == self._note[note]
+            pick &= names % NAMES == self._note[note]
         # summed in span order, as timeline.total's sum() does, so the float is the same
         return float(sum((rows[pick, END] - rows[pick, START]).tolist()))

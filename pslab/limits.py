@@ -1,6 +1,6 @@
 """How large a run this machine can hold, estimated before any work starts.
 
-A run keeps every span of its timeline (about 150 bytes each) and, with numerics, the model on
+A run keeps every span of its timeline (about 30 bytes each) and, with numerics, the model on
 the server and on every worker. `train` asks `check_fits` first and refuses, with the estimate
 and the limit in the message, a run that would exhaust memory or die deep inside numpy or
 torch. The limit is half the memory the machine has free now; set the environment variable
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-SPAN_BYTES = 80  # a span in the columnar timeline: 8 doubles, plus the array's growth and the
-# events around it (tracemalloc: 80 per span for sync and async, 100 workers x 40 steps)
+SPAN_BYTES = 32  # a span in the columnar timeline: 3 doubles, plus the array's growth and the
+# events around it (tracemalloc: 26 per span for async, 100 workers x 40 steps)
 RECORD_BYTES = 160  # one Record of the history
 FLOAT_BYTES = 4
 _SUFFIX = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from heapq import heappush
 from typing import Callable
 
 import numpy as np
@@ -49,10 +50,23 @@ class Simulation:
                          for s, (r, b) in enumerate(zip(self.shards, shard_bytes))]
         self.evaluate = evaluate
         self.clock = Clock()
-        self.timeline = Columns()  # reads as a list of Spans; no object per span
-        code = self.timeline.kind_code
-        self._codes = {k: code(k) for k in ("compute", "idle", "update", "fetch", "push")}
-        self._queue = self.timeline.note_code("queue")
+        # sized to the run: the hot loops add precomputed codes (columns.py)
+        self.timeline = Columns(workers=len(workers), shards=len(shard_bytes),
+                                micros=self.accumulate)
+        timeline = self.timeline
+        timeline.code(len(workers) - 1, len(shard_bytes) - 1 if shard_bytes else None, "push",
+                      steps, self.accumulate - 1)  # the largest code: past 2^53, refused now
+        self._rank_unit, self._step_unit = timeline.worker_unit, timeline.step_unit
+        self._micro_unit = timeline.micro_unit
+        self._compute = timeline.code(None, None, "compute", 0)  # + rank, micro and step parts
+        # kind and note of a transfer -> each shard's part of its code
+        self._job_codes = {(kind, note): [timeline.code(None, s, kind, 0, None, note)
+                                          for s in self._shard_ids]
+                           for kind, note in (("fetch", None), ("push", None),
+                                              ("push", "dropped"))}
+        self._hole = timeline.code(None, None, "idle", 0, None, "queue")  # a queue's idle
+        self._update_codes = self._job_codes[("update", None)] = [
+            timeline.code(None, s, "update", 0) for s in self._shard_ids]
         self.history: list[Record] = []
         self.push_staleness: list[int] = []  # of every push the server used, in arrival order
         self._numerics = server.params is not None  # False: timing only, no keys to move
@@ -106,30 +120,34 @@ class Simulation:
             for s in self._shard_ids:
                 fetch(server, s)
         row, k = self.durations[rank], self.accumulate
-        add, compute = self.timeline.rows.fromlist, self._codes["compute"]
-        for micro in range(k):
-            d = row[step * k + micro]
-            add([rank, NONE, compute, step, micro, 0, t, t + d])
+        code = step * self._step_unit + (rank + 1) * self._rank_unit + self._compute
+        micro_unit, first = self._micro_unit, step * k
+        out = []
+        for micro in range(1, k + 1):  # micro + 1: how the code counts micro 0
+            d = row[first + micro - 1]
+            out += (code + micro * micro_unit, t, t + d)
             t += d
-        self.clock.at(t, self.computed, rank, step)
+        self.timeline.rows.fromlist(out)  # one call per event: cheaper than one per span
+        clock = self.clock  # Clock.at, inlined (t > now): ~10^5 calls in a large run
+        heappush(clock._heap, (t, clock._seq, self.computed, (rank, step)))
+        clock._seq += 1
 
     def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
         """Book one transfer per shard, all asked for now; returns when the last one ends.
         Time spent queued behind other jobs on a busy shard becomes idle, noted "queue"."""
-        now, timeline, jobs = self.clock.now, self.timeline, self._transfers[rank]
-        add = timeline.rows.fromlist  # a list: faster than extend with a tuple
-        code, why = self._codes[kind], timeline.note_code(note)
+        now, jobs, codes = self.clock.now, self._transfers[rank], self._job_codes[kind, note]
+        who = step * self._step_unit + (rank + 1) * self._rank_unit
         # The holes between the jobs are found as they are booked (with many workers, most
         # transfers queue), which is right while no job starts before the one booked before it;
         # else timeline.gaps sorts them out. end: the jobs so far cover [now, end] but for holes.
         end = last = now
-        holes, ordered = [], True  # holes: the idle spans, to follow the transfers
+        out, holes, ordered = [], [], True  # holes: the idle spans, to follow the transfers
         for s, shard, cost in jobs:
             a = shard.free_at  # Resource.book, inlined: this loop runs ~10^6 times
             if a < now:
                 a = now
             b = shard.free_at = a + cost
-            add([rank, s, code, step, NONE, why, a, b])
+            out += (who + codes[s], a, b)
             if a > end:
                 holes.append((end, a))
             if b > end:
@@ -138,11 +156,11 @@ class Simulation:
                 ordered = False
             last = a
         if not ordered:
-            booked = [(sp.start, sp.end) for sp in timeline[-len(jobs):]]
-            holes = gaps(booked, now, end)
-        idle, queue = self._codes["idle"], self._queue
+            holes = gaps(zip(out[1::3], out[2::3]), now, end)
+        hole = who + self._hole
         for a, b in holes:
-            add([rank, NONE, idle, step, NONE, queue, a, b])
+            out += (hole, a, b)
+        self.timeline.rows.fromlist(out)
         return end
 
     # --- push, and the server's update --------------------------------------------------
@@ -174,16 +192,17 @@ class Simulation:
         if self._gated:
             clock.at(done, self.pushed_one, rank, step)
         elif not barrier:  # nothing to count: go straight on to the next step when it is sent
-            clock.at(done, self.start_step, rank, step + 1)
+            heappush(clock._heap, (done, clock._seq, self.start_step, (rank, step + 1)))
+            clock._seq += 1  # Clock.at, inlined as in start_step
 
     def _push(self, worker: Worker, now: float, step: int) -> tuple[float | None, int]:
         """Hand every shard its slice; book the updates that completes. Returns when the last
         update ends (None: the server only buffered the push) and the push's staleness."""
-        server, timeline, update = self.server, self.timeline, self._codes["update"]
+        server, codes = self.server, self._update_codes
         versions, fetched = server.versions, self._fetched[worker.rank]
         grads = worker.grads  # empty in timing-only runs: push None, as Worker.push would
         scaled = self.staleness_lr and grads  # lr / staleness, Zhang et al.
-        applied_at, stale = None, 0
+        applied_at, stale, when, out = None, 0, step * self._step_unit, []
         for s, shard, cost in self._updates:
             lag = versions[s] - fetched[s]
             if lag > stale:
@@ -196,9 +215,11 @@ class Simulation:
                 if u0 < now:
                     u0 = now
                 u1 = shard.free_at = u0 + cost
-                timeline.rows.fromlist([NONE, s, update, step, NONE, 0, u0, u1])
+                out += (when + codes[s], u0, u1)
                 if applied_at is None or u1 > applied_at:
                     applied_at = u1
+        if out:
+            self.timeline.rows.fromlist(out)
         return applied_at, stale
 
     def _record(self, time: float, staleness: int, rank: int | None, step: int) -> None:

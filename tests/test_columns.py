@@ -51,3 +51,40 @@ def test_sums_on_the_columns_equal_the_lists_bit_for_bit(run):
     listed = dataclasses.replace(run, timeline=spans)
     assert run.idle_time == listed.idle_time and run.barrier_time == listed.barrier_time
     assert run.queue_time == listed.queue_time and run.shares() == listed.shares()
+
+
+def test_growing_radices_keep_the_spans_already_held():
+    # unsized columns start with room for None only: each larger index re-packs what is there
+    spans = [Span(None, None, "idle", 0.0, 0.5, 0), Span(2, None, "compute", 0.5, 0.75, 3, 0),
+             Span(None, 40, "update", 1.0, 1.5, 9), Span(1999, 7, "fetch", 2.0, 2.25, 10**4),
+             Span(5, None, "compute", 3.0, 3.5, 4, 300, "queue")]
+    cols = Columns()
+    for i, span in enumerate(spans):
+        cols.append(span)
+        assert list(cols) == spans[:i + 1]  # decoded in bulk (numpy) ...
+        assert [cols[j] for j in range(i + 1)] == spans[:i + 1]  # ... and one by one
+
+
+def test_sized_columns_refuse_a_span_outside_their_range():
+    cols = Columns(workers=4, shards=2, micros=1)
+    cols.append(Span(3, 1, "push", 0.0, 1.0, 5))
+    with pytest.raises(ValueError, match="outside this timeline's range"):
+        cols.append(Span(4, None, "compute", 0.0, 1.0, 5, 0))
+    with pytest.raises(ValueError, match="outside"):
+        cols.append(Span(0, 2, "push", 0.0, 1.0, 5))
+    assert list(cols) == [Span(3, 1, "push", 0.0, 1.0, 5)]  # nothing half-added
+
+
+def test_a_span_is_three_doubles():
+    cols = Columns(workers=800, shards=2, micros=1)
+    for i in range(1000):
+        cols.append(Span(i % 800, i % 2, "push", i * 0.1, i * 0.1 + 1 / 3, i))
+    assert cols.rows.itemsize * len(cols.rows) == 24 * 1000
+    assert cols[999] == Span(199, 1, "push", 999 * 0.1, 999 * 0.1 + 1 / 3, 999)
+
+
+def test_a_code_past_exact_doubles_is_refused_not_rounded():
+    cols = Columns(workers=10**4, shards=256, micros=100)
+    with pytest.raises(OverflowError, match="step"):
+        cols.append(Span(0, 0, "push", 0.0, 1.0, 10**6))
+    assert len(cols) == 0
