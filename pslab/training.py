@@ -14,7 +14,7 @@ from .cluster import Cluster
 from .data import dataset_size
 from .limits import check_fits
 from .modes import Policy, policy_for
-from .processes.options import check_options
+from .processes.options import Options, check_options
 from .result import Run
 from .simulate import make_layout, owner_layout, simulate
 
@@ -49,7 +49,9 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     reaches t; pslab.resume(path) carries it on, bit for bit (checkpoint.py). On processes,
     Checkpoint(path) writes the server's shards after every round (barrier modes).
     mode may also be pslab.Backup(b), pslab.SoftSync(c), "allreduce" or pslab.ZeRO(stage)
-    (pslab.modes; ZeRO ignores shards: each worker owns one key range).
+    (pslab.modes; ZeRO ignores shards: each worker owns one key range). On backend="processes",
+    ZeRO(3) runs on PyTorch's FSDP2 and "allreduce" on its DDP (2 to 16 workers; timeout, kill
+    and hang apply; ZeRO(1) and ZeRO(2), which FSDP2 does not express, are refused).
     """
     policy = policy_for(mode)
     workers = integer("workers", workers)
@@ -63,7 +65,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     for name, value in (("numerics", numerics), ("progress", progress),
                         ("staleness_lr", staleness_lr)):
         flag(name, value)
-    cluster = Cluster() if cluster is None else cluster
+    given_cluster, cluster = cluster, Cluster() if cluster is None else cluster
     if not isinstance(cluster, Cluster):
         raise ValueError(f"cluster must be a pslab.Cluster (got {type(cluster).__name__})")
     layout = make_layout(shards, hidden)  # checked even where ZeRO replaces it
@@ -80,19 +82,42 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
                   hidden=hidden, staleness_lr=staleness_lr)
-    if options is not None and policy.ring:  # (ZeRO stages 1, 2: FSDP2 has no such mode)
-        raise ValueError(f"backend='processes' runs the parameter-server modes (sync, async, "
-                         f"SSP, Backup, SoftSync), not a ring all-reduce or ZeRO's collectives "
-                         f"(got mode={policy.name})")
     if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
         raise ValueError(f"checkpoint must be a pslab.Checkpoint (got {checkpoint!r})")
     if options is not None:  # real processes: pslab/processes/
         if not numerics:
             raise ValueError("numerics=False only applies to backend='simulated'")
+        if policy.ring:  # no server: PyTorch's own collectives
+            return _collectives(policy, config, options, dict(
+                time_scale=time_scale, address=address, start_method=start_method,
+                checkpoint=checkpoint, cluster=given_cluster, staleness_lr=staleness_lr or None))
         from .processes.launcher import launch  # loaded on first use: import pslab stays light
 
         return launch(policy, config, options, progress, checkpoint)
     return simulate(policy, config, layout, progress, checkpoint)
+
+
+def _collectives(policy: Policy, config: dict, options: Options, given: dict) -> Run:
+    """ZeRO(3) on PyTorch's FSDP2 and "allreduce" on its DDP, one OS process per worker
+    (pslab/processes/fsdp.py): real time, measured, so the settings of the simulated clock and
+    of the parameter server's processes do not apply and are refused by name."""
+    if policy.stage not in (0, 3):
+        raise ValueError(f"backend='processes' runs ZeRO(3) on PyTorch's FSDP2 and 'allreduce' "
+                         f"on its DDP; FSDP2 does not express {policy.name} (it shards the "
+                         f"parameters too, i.e. stage 3): run {policy.name} with "
+                         f"backend='simulated' (got mode={policy.name})")
+    used = [name for name, value in given.items() if value is not None]
+    if used:
+        raise ValueError(f"{used[0]} does not apply to mode={policy.name} on processes: "
+                         f"PyTorch's collectives run at full speed, are timed by the profiler "
+                         f"and meet through a private file store (allowed there: timeout, kill, "
+                         f"hang)")
+    from .processes.fsdp import train_ddp, train_fsdp  # loaded on first use, as the launcher
+
+    how = train_fsdp if policy.stage == 3 else train_ddp
+    keys = ("workers", "steps", "seed", "batch", "lr", "hidden", "accumulate")
+    return how(**{k: config[k] for k in keys}, timeout=options.timeout, kill=options.kill,
+               hang=options.hang)
 
 
 def resume(path: str | Path, progress: bool = False) -> Run:

@@ -17,7 +17,8 @@ BAD = [
     (dict(backend="processes", kill={0: 50}), "kill step"),
     (dict(backend="processes", hang=[1, 2]), "hang"),
     (dict(backend="processes", numerics=False), "numerics"),
-    (dict(backend="processes", mode="allreduce"), "mode=allreduce"),
+    (dict(backend="processes", mode=pslab.ZeRO(2)), "mode=ZeRO\\(2\\)"),  # FSDP2 has no stage 2
+    (dict(backend="processes", mode="allreduce", time_scale=0.1), "time_scale"),  # DDP: real time
     (dict(backend="processes", workers=40, shards=30), "workers \\+ shards"),
     (dict(timeout=5), "timeout"),  # a process option on the simulated backend
     (dict(kill={0: 1}), "kill"),

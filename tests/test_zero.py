@@ -151,7 +151,7 @@ def test_a_zero_timeline_compiles_in_tikz(tmp_path):
     assert out["pdf"].stat().st_size > 1000
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", [1, 2])  # ZeRO(3) runs on FSDP2: test_zero_processes.py
 def test_zero_on_processes_is_refused_by_name_before_any_work(stage):
     with pytest.raises(ValueError, match=rf"mode=ZeRO\({stage}\)"):
         pslab.train(mode=pslab.ZeRO(stage), workers=2, steps=1, backend="processes")

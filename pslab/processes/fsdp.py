@@ -1,25 +1,29 @@
-"""ZeRO-3 on real OS processes with PyTorch's own FSDP2 (`fully_shard`) on gloo, CPU only.
+"""ZeRO-3 on real OS processes with PyTorch's own FSDP2 (`fully_shard`) on gloo, CPU only, and
+its baseline, the all-reduce of PyTorch's DistributedDataParallel (DDP).
 
 Each of N processes wraps the digits MLP (the same W_h, b_h, W_o, b_o from the run's seed) with
 `fully_shard` per layer, so it holds 1/N of every layer; FSDP2 all-gathers a layer before its
 forward and again before its backward, and reduce-scatters its gradient (averaged over the
-ranks) — the collectives `pslab.ZeRO(3)` puts on the virtual clock. Every process reads the
-simulation's minibatches (Digits.minibatch), so the weights equal the simulated ZeRO(3)'s to
-float tolerance (FSDP2 sums in its own order). The processes meet through a file store in a
-private temporary folder: no port to choose, nothing left behind. A process that fails makes
-the whole call raise (torch.multiprocessing stops the others).
+ranks) — the collectives `pslab.ZeRO(3)` puts on the virtual clock. DDP keeps the whole model
+in every process and all-reduces the gradients (averaged), as `"allreduce"` does on the clock.
+Every process reads the simulation's minibatches (Digits.minibatch), so the weights equal the
+simulated run's to float tolerance (gloo sums in its own order). Starting, watching and
+cleaning up the processes (a dead or silent one named in the error, nothing left behind) is
+pslab/processes/group.py; `pslab.train(mode=ZeRO(3) or "allreduce", backend="processes")`
+comes here.
 
-The returned Run's timeline is measured: torch.profiler's FSDP2 ranges (compute, "FSDP::
-all_gather", "FSDP::post_backward_reduce") become compute, all-gather and reduce-scatter spans
-on the processes' shared monotonic clock, so it plots with the same code as a simulated run.
+The returned Run's timeline is measured: torch.profiler's ranges (FSDP2's "FSDP::all_gather"
+and "FSDP::post_backward_reduce", DDP's "gloo:all_reduce", the rest of a step compute) become
+spans on the processes' shared monotonic clock, so it plots with the same code as a simulated
+run.
 """
 from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 import time
+from contextlib import nullcontext
+from datetime import timedelta
 
 import torch
 
@@ -29,8 +33,15 @@ from ..files import load_tensors, save_tensors
 from ..model import NAMES, init_params
 from ..result import Params, Run
 from ..timeline import Record, Span
+from .group import Member, group
+from .options import check_faults
 
-KINDS = {"FSDP::all_gather (": "all-gather", "FSDP::post_backward_reduce (": "reduce-scatter"}
+# torch.profiler ranges -> span kinds: FSDP2's collectives, and DDP's gloo all-reduce (drawn as
+# a push, the gradient leaving the worker, as the simulated all-reduce's first half is)
+KINDS = {"fsdp": {"FSDP::all_gather (": "all-gather",
+                  "FSDP::post_backward_reduce (": "reduce-scatter"},
+         "ddp": {"gloo:all_reduce": "push"}}
+MODES = {"fsdp": "ZeRO(3)", "ddp": "allreduce"}
 
 
 class Layer(torch.nn.Module):
@@ -58,64 +69,79 @@ class MLP(torch.nn.Module):
 
 
 def train_fsdp(workers: int = 2, steps: int = 5, seed: int = 0, batch: int = 32,
-               lr: float = 0.5, hidden: int = 32, accumulate: int = 1) -> Run:
+               lr: float = 0.5, hidden: int = 32, accumulate: int = 1, timeout: float = 10.0,
+               kill: dict[int, int] | None = None, hang: dict[int, int] | None = None) -> Run:
     """Train with FSDP2 over `workers` processes; returns the Run: final weights (pslab's
-    names) and the measured timeline of every step's compute and collectives."""
-    workers = integer("workers (FSDP2 needs at least 2 to shard)", workers, low=2, high=16)
+    names) and the measured timeline of every step's compute and collectives. timeout: seconds
+    without a word from any process before the run stops; kill / hang ({worker: step}): that
+    process kills itself (SIGKILL) / stops answering at that step (a fault on purpose)."""
+    return _train("fsdp", workers, steps, seed, batch, lr, hidden, accumulate, timeout, kill,
+                  hang)
+
+
+def train_ddp(workers: int = 2, steps: int = 5, seed: int = 0, batch: int = 32,
+              lr: float = 0.5, hidden: int = 32, accumulate: int = 1, timeout: float = 10.0,
+              kill: dict[int, int] | None = None, hang: dict[int, int] | None = None) -> Run:
+    """The all-reduce baseline on processes: PyTorch's DistributedDataParallel (every process
+    the whole model, gradients averaged by gloo's all-reduce); arguments as `train_fsdp`."""
+    return _train("ddp", workers, steps, seed, batch, lr, hidden, accumulate, timeout, kill,
+                  hang)
+
+
+def _train(wrap: str, workers: int, steps: int, seed: int, batch: int, lr: float, hidden: int,
+           accumulate: int, timeout: float, kill: dict[int, int] | None,
+           hang: dict[int, int] | None) -> Run:
+    workers = integer("workers (FSDP2 and DDP need at least 2)", workers, low=2, high=16)
     steps, batch = integer("steps", steps, high=10**5), integer("batch", batch, high=1797)
     hidden, accumulate = integer("hidden", hidden, high=4096), integer("accumulate", accumulate)
     seed, lr = integer("seed", seed, low=0), number("lr", lr, positive=True)
-    import torch.multiprocessing as mp
-
-    folder = tempfile.mkdtemp(prefix="pslab-fsdp-")
-    try:
-        settings = (workers, steps, seed, batch, lr, hidden, accumulate, folder)
-        mp.start_processes(_worker, args=settings, nprocs=workers, start_method="spawn")
-        _, tensors = load_tensors(os.path.join(folder, "weights.safetensors"), "FSDP2 weights")
-        spans = []
-        for rank in range(workers):
-            meta, _ = load_tensors(os.path.join(folder, f"spans{rank}.safetensors"), "spans")
-            spans += [Span(rank, None, kind, a, b, step) for kind, a, b, step in meta["spans"]]
-        t0 = min(sp.start for sp in spans)
-        spans = [sp._replace(start=sp.start - t0, end=sp.end - t0) for sp in spans]
-        config = dict(mode="ZeRO(3)", workers=workers, accumulate=accumulate, lr=lr,
-                      batch=batch, steps=steps, seed=seed, hidden=hidden, backend="processes")
-        ends = [max(sp.end for sp in spans if sp.step == k) for k in range(steps)]
-        history = [Record(t, math.nan, math.nan, 0, k + 1, None, k) for k, t in enumerate(ends)]
-        return Run(config, sorted(spans, key=lambda sp: sp.start), history,
-                   {name: tensors[name] for name in NAMES}, max(sp.end for sp in spans))
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    timeout = number("timeout (seconds)", timeout, positive=True, high=86400)
+    faults = {name: check_faults(name, given, workers, steps)
+              for name, given in (("kill", kill), ("hang", hang))}
+    mode = MODES[wrap]
+    settings = (workers, steps, seed, batch, lr, hidden, accumulate, wrap)
+    with group(_worker, settings, workers, mode, timeout, **faults) as done:
+        _, tensors = load_tensors(os.path.join(done.folder, "weights.safetensors"), "weights")
+        spans = [Span(rank, None, kind, a, b, step) for rank, mine in enumerate(done.spans)
+                 for kind, a, b, step in mine]
+    t0 = min(sp.start for sp in spans)
+    spans = [sp._replace(start=sp.start - t0, end=sp.end - t0) for sp in spans]
+    config = dict(mode=mode, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
+                  steps=steps, seed=seed, hidden=hidden, backend="processes")
+    ends = [max(sp.end for sp in spans if sp.step == k) for k in range(steps)]
+    history = [Record(t, math.nan, math.nan, 0, k + 1, None, k) for k, t in enumerate(ends)]
+    return Run(config, sorted(spans, key=lambda sp: sp.start), history,
+               {name: tensors[name] for name in NAMES}, max(sp.end for sp in spans))
 
 
-def _worker(rank: int, workers: int, steps: int, seed: int, batch: int, lr: float, hidden: int,
-            accumulate: int, folder: str) -> None:
+def _worker(member: Member, folder: str, timeout: float, workers: int, steps: int, seed: int,
+            batch: int, lr: float, hidden: int, accumulate: int, wrap: str) -> None:
     import torch.distributed as dist
-    from torch.distributed.fsdp import fully_shard
 
     torch.set_num_threads(1)
+    rank = member.rank
+    # gloo's own limit well past the caller's: the caller names the silent worker first
     dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
-                            world_size=workers)
+                            world_size=workers, timeout=timedelta(seconds=3 * timeout + 30))
     try:
         data = Digits.load(seed)
         model = MLP(init_params(data.features, hidden, data.classes, seed))
-        fully_shard(model.hidden)
-        fully_shard(model.output)
-        fully_shard(model)
+        wrapped = _wrap(model, wrap)
         opt = torch.optim.SGD(model.parameters(), lr=lr)
-        spans = []
+        member.say("ready")
         for step in range(steps):
-            with _profiled(spans, step):
+            member.starting(step)
+            spans: list = []
+            with _profiled(spans, step, KINDS[wrap]):
                 for micro in range(accumulate):
                     x, y = data.minibatch(step, rank, micro, workers, accumulate, batch)
-                    loss = torch.nn.functional.cross_entropy(model(x), y) / accumulate
-                    model.set_requires_gradient_sync(micro == accumulate - 1)
-                    loss.backward()
+                    with _sync(wrapped, wrap, micro == accumulate - 1):
+                        loss = torch.nn.functional.cross_entropy(wrapped(x), y) / accumulate
+                        loss.backward()
                 opt.step()
                 opt.zero_grad()
-        save_tensors(os.path.join(folder, f"spans{rank}.safetensors"), {}, {"spans": spans})
-        full = {name: p.full_tensor() for layer in (model.hidden, model.output)
-                for name, p in zip(layer.names, (layer.W, layer.b))}
+            member.finished(step, spans)
+        full = _full_weights(model, wrap)
         if rank == 0:
             save_tensors(os.path.join(folder, "weights.safetensors"),
                          {k: full[k].detach().contiguous() for k in NAMES}, {})
@@ -123,12 +149,40 @@ def _worker(rank: int, workers: int, steps: int, seed: int, batch: int, lr: floa
         dist.destroy_process_group()
 
 
+def _wrap(model: MLP, wrap: str) -> torch.nn.Module:
+    """FSDP2 shards each layer and the whole (in place); DDP wraps the model in a replica."""
+    if wrap == "ddp":
+        return torch.nn.parallel.DistributedDataParallel(model)
+    from torch.distributed.fsdp import fully_shard
+
+    fully_shard(model.hidden)
+    fully_shard(model.output)
+    fully_shard(model)
+    return model
+
+
+def _sync(wrapped: torch.nn.Module, wrap: str, last: bool):
+    """Accumulation: gradients are exchanged on the last minibatch of a step only."""
+    if wrap == "ddp":
+        return nullcontext() if last else wrapped.no_sync()
+    wrapped.set_requires_gradient_sync(last)
+    return nullcontext()
+
+
+def _full_weights(model: MLP, wrap: str) -> dict[str, torch.Tensor]:
+    params = {name: p for layer in (model.hidden, model.output)
+              for name, p in zip(layer.names, (layer.W, layer.b))}
+    if wrap == "ddp":  # every replica holds the whole model
+        return params
+    return {name: p.full_tensor() for name, p in params.items()}
+
+
 class _profiled:
     """torch.profiler around one step; its FSDP2 collectives and the step's compute (the rest)
     appended to `spans` as (kind, start, end, step) in seconds of the monotonic clock."""
 
-    def __init__(self, spans: list, step: int):
-        self.spans, self.step = spans, step
+    def __init__(self, spans: list, step: int, kinds: dict[str, str]):
+        self.spans, self.step, self.kinds = spans, step, kinds
 
     def __enter__(self) -> None:
         from torch.profiler import ProfilerActivity, profile
@@ -142,7 +196,7 @@ class _profiled:
         self.prof.__exit__(*exc)
         found = []
         for e in self.prof.events():
-            kind = next((k for prefix, k in KINDS.items() if e.name.startswith(prefix)), None)
+            kind = next((k for prefix, k in self.kinds.items() if e.name.startswith(prefix)), None)
             if kind:
                 found.append((kind, self.t0 + e.time_range.start / 1e6,
                               self.t0 + e.time_range.end / 1e6))

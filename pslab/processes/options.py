@@ -69,8 +69,8 @@ def check_options(backend: str, workers: int, steps: int, shards: int = 1,
                    timeout=number("timeout", v["timeout"], positive=True, high=LONGEST_WAIT),
                    address=_address(v["address"]),
                    start_method=one_of("start_method", v["start_method"], START_METHODS),
-                   kill=_faults("kill", v["kill"], workers, steps),
-                   hang=_faults("hang", v["hang"], workers, steps))
+                   kill=check_faults("kill", v["kill"], workers, steps),
+                   hang=check_faults("hang", v["hang"], workers, steps))
 
 
 def _address(value: Any) -> str:
@@ -127,7 +127,8 @@ def _addresses(name: str) -> set:
     return found
 
 
-def _faults(name: str, value: Any, workers: int, steps: int) -> dict[int, int]:
+def check_faults(name: str, value: Any, workers: int, steps: int) -> dict[int, int]:
+    """{worker: step} of a fault on purpose (kill, hang): workers 0..N-1, steps 0..steps-1."""
     if value is None:
         return {}
     if not isinstance(value, dict):

@@ -1,0 +1,191 @@
+"""N processes in one gloo group for the collective modes (ZeRO-3 on FSDP2, all-reduce on DDP):
+started, watched, and always cleaned up.
+
+There is no server here, so the launcher of the parameter-server modes (launcher.py) does not
+apply, but its conventions do: the processes meet through a file store in a private temporary
+folder (no port to choose), each tells the caller how far it got over its own pipe (JSON, never
+a pickle), and every wait has a limit. A collective needs every worker: when one process dies
+or stops answering, the others would wait in their all-gather for ever, so the run stops at
+once with a `ProcessFailure` that names the worker, its pid, how far it got and what happened
+(a signal, an exception, silence), and the `finally` kills every process still running and
+removes the folder: nothing is left behind.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from contextlib import contextmanager
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Iterator, NamedTuple
+
+from .launcher import ProcessFailure, main_module_hidden
+
+STARTUP = 120.0  # seconds for spawn + `import torch` + the group's set-up, on a loaded machine
+
+
+class Member:
+    """A process's side: its rank, its pipe to the caller, and the faults asked of it."""
+
+    def __init__(self, rank: int, conn: Connection, kill_at: int | None, hang_at: int | None):
+        self.rank, self.conn, self.kill_at, self.hang_at = rank, conn, kill_at, hang_at
+
+    def say(self, kind: str, **fields: Any) -> None:
+        self.conn.send_bytes(json.dumps(dict(kind=kind, **fields)).encode())
+
+    def starting(self, step: int) -> None:
+        """Called before each step: the fault on purpose of `kill` / `hang`, if it is now."""
+        if step == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        while step == self.hang_at:  # alive, silent, holding up every collective
+            time.sleep(1.0)
+
+    def finished(self, step: int, spans: list) -> None:
+        self.say("step", step=step, spans=spans)
+
+
+def _entry(rank: int, target: Callable[..., None], folder: str, conn: Connection,
+           faults: tuple[int | None, int | None], timeout: float, settings: tuple) -> None:
+    member = Member(rank, conn, *faults)
+    try:
+        target(member, folder, timeout, *settings)
+        member.say("done")
+    except BaseException as exc:  # say what happened, then exit non-zero
+        last = traceback.extract_tb(exc.__traceback__)[-1:]
+        where = f" (at {os.path.basename(last[0].filename)}:{last[0].lineno})" if last else ""
+        member.say("error", message=f"{type(exc).__name__}: {exc}{where}")
+        raise SystemExit(1)
+
+
+class Finished(NamedTuple):
+    """A group that ran to its end: its folder (still there) and each rank's measured spans."""
+
+    folder: str
+    spans: list[list]
+
+
+@contextmanager
+def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
+          timeout: float, kill: dict[int, int], hang: dict[int, int]) -> Iterator[Finished]:
+    """Run `target(member, folder, timeout, *settings)` in `workers` spawn processes; yields
+    once all have finished (read the folder inside the `with`), raises ProcessFailure if one
+    dies or all fall silent for `timeout` seconds (STARTUP while they start)."""
+    folder = tempfile.mkdtemp(prefix="pslab-group-")
+    ctx = mp.get_context("spawn")
+    procs, watch = [], Watch(workers, mode, timeout)
+    try:
+        with main_module_hidden():
+            for rank in range(workers):
+                reader, writer = ctx.Pipe(duplex=False)
+                faults = (kill.get(rank), hang.get(rank))
+                p = ctx.Process(target=_entry, daemon=True, name=f"pslab-{mode}-{rank}",
+                                args=(rank, target, folder, writer, faults, timeout, settings))
+                p.start()
+                writer.close()  # the child's copy alone: its death is an end of file here
+                procs.append(p)
+                watch.readers[reader] = rank
+        watch.run(procs)
+        yield Finished(folder, watch.spans)
+    finally:
+        grace = time.monotonic() + 2.0  # a finished process gets a moment to exit by itself
+        for rank, p in enumerate(procs):
+            if rank in watch.done:
+                p.join(max(0.0, grace - time.monotonic()))
+            if p.exitcode is None:
+                p.kill()
+        for p in procs:
+            p.join(5.0)
+        for reader in watch.readers:
+            reader.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class Watch:
+    """The caller's side: reads every pipe until all processes are done, or explains why not."""
+
+    def __init__(self, workers: int, mode: str, timeout: float):
+        self.mode, self.timeout = mode, timeout
+        self.readers: dict[Connection, int] = {}
+        self.steps = [0] * workers  # steps each worker has finished
+        self.spans: list[list] = [[] for _ in range(workers)]
+        self.ready: set[int] = set()
+        self.done: set[int] = set()
+        self.errors: dict[int, str] = {}
+
+    def run(self, procs: list) -> None:
+        last = time.monotonic()
+        while True:
+            open_ = list(self.readers)
+            sentinels = [p.sentinel for p in procs if p.exitcode is None]
+            for ready in wait(open_ + sentinels, timeout=0.2):
+                if ready in self.readers and self._read(ready):
+                    last = time.monotonic()
+            if any(p.exitcode not in (None, 0) for r, p in enumerate(procs)
+                   if r not in self.done):
+                self._drain()  # the others' last words
+                raise ProcessFailure(self.explain(procs, silent=False))
+            if len(self.done) == len(procs):  # all measured and written; a slow exit (torch
+                return  # tearing down under load) is not waited for: the caller reaps them
+            limit = self.timeout if len(self.ready) == len(procs) else STARTUP
+            if time.monotonic() - last > limit:
+                raise ProcessFailure(self.explain(procs, silent=True))
+
+    def _read(self, conn: Connection) -> bool:
+        """Take every message waiting on `conn`; False at its end (the process is gone)."""
+        rank = self.readers[conn]
+        try:
+            while conn.poll():
+                message = json.loads(conn.recv_bytes())
+                kind = message["kind"]
+                if kind == "ready":
+                    self.ready.add(rank)
+                elif kind == "step":
+                    self.steps[rank] = message["step"] + 1
+                    self.spans[rank] += message["spans"]
+                elif kind == "error":
+                    self.errors[rank] = message["message"]
+                elif kind == "done":
+                    self.done.add(rank)
+        except (EOFError, OSError):
+            return False
+        return True
+
+    def _drain(self) -> None:
+        for conn in list(self.readers):
+            self._read(conn)
+
+    def explain(self, procs: list, silent: bool) -> str:
+        """The root cause first: a process killed from outside, then one that fell silent, then
+        one that raised, then any other exit."""
+        def who(rank: int) -> str:
+            return f"worker {rank} (pid {procs[rank].pid})"
+
+        killed = [r for r, p in enumerate(procs) if (p.exitcode or 0) < 0 and r not in self.done]
+        if killed:
+            r = killed[0]
+            cause = (f"{who(r)} was killed by signal {signal.Signals(-procs[r].exitcode).name} "
+                     f"after {_steps(self.steps[r])}")
+        elif silent:
+            waiting = [r for r in range(len(procs)) if r not in self.done]
+            r = min(waiting, key=lambda k: (self.steps[k], k))
+            cause = (f"{who(r)} stopped answering after {_steps(self.steps[r])} (nothing from any "
+                     f"worker for {self.timeout if self.ready else STARTUP:g} s)")
+        elif self.errors:
+            r = min(self.errors)
+            cause = f"{who(r)} failed after {_steps(self.steps[r])}: {self.errors[r]}"
+        else:
+            r = next(r for r, p in enumerate(procs) if p.exitcode)
+            cause = f"{who(r)} exited with code {procs[r].exitcode} after {_steps(self.steps[r])}"
+        others = sum(1 for k, p in enumerate(procs) if k != r and p.exitcode is None)
+        return (f"{self.mode} on real processes stopped: {cause}. Every collective needs every "
+                f"worker, so the run cannot go on; the {others} other process(es) still running "
+                f"were stopped and the temporary folder removed (nothing is left behind).")
+
+
+def _steps(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"

@@ -1,0 +1,122 @@
+"""The front door's collective modes on real processes: pslab.train(mode=ZeRO(3),
+backend="processes") is PyTorch's FSDP2, "allreduce" is its DDP, and both end with the
+simulation's weights (bit for bit on 2 workers without accumulation, to float round-off on 3
+with it); the stages FSDP2 does not express and the settings that do not apply are refused by
+name before any process starts; a dead or silent process is named in the error, and nothing
+(process or file) is left behind."""
+import multiprocessing
+import os
+import signal
+import tempfile
+import threading
+import time
+
+import pytest
+import torch
+
+import pslab
+from pslab.processes import ProcessFailure
+
+dist = pytest.importorskip("torch.distributed")
+if not dist.is_available() or not dist.is_gloo_available():
+    pytest.skip("torch.distributed with gloo is needed for FSDP2 on CPU", allow_module_level=True)
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """Temporary folders land here, to see that none is left behind."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def _nothing_left(folder):
+    assert list(folder.iterdir()) == []
+    assert [p for p in multiprocessing.active_children() if p.name.startswith("pslab-")] == []
+
+
+@pytest.mark.parametrize("mode, workers, accumulate, kinds", [
+    (pslab.ZeRO(3), 2, 1, {"compute", "all-gather", "reduce-scatter"}),
+    ("allreduce", 3, 2, {"compute", "push"}),
+])
+def test_the_front_door_runs_collectives_on_pytorch_with_the_simulated_weights(
+        mode, workers, accumulate, kinds, private_tmp):
+    real = pslab.train(mode=mode, workers=workers, steps=3, seed=2, accumulate=accumulate,
+                       backend="processes")
+    sim = pslab.train(mode=mode, workers=workers, steps=3, seed=2, accumulate=accumulate)
+    assert real.mode == sim.mode and real.config["backend"] == "processes"
+    for name, w in sim.weights.items():
+        if workers == 2 and accumulate == 1:  # one sum of two numbers: the same in any order
+            assert torch.equal(real.weights[name], w), name
+        else:
+            assert torch.allclose(real.weights[name], w, rtol=0, atol=1e-6), name
+    start = pslab.train(workers=1, steps=1, seed=2, lr=1e-12)
+    assert not torch.allclose(real.weights["W_h"], start.weights["W_h"], atol=1e-3)
+    assert {(s.worker, s.step, s.kind) for s in real.timeline} >= {
+        (w, k, kind) for w in range(workers) for k in range(3) for kind in kinds}
+    _nothing_left(private_tmp)
+
+
+@pytest.mark.parametrize("stage", [1, 2])
+def test_stages_fsdp2_does_not_express_are_refused_by_name(stage):
+    with pytest.raises(ValueError, match=rf"FSDP2 does not express ZeRO\({stage}\)"):
+        pslab.train(mode=pslab.ZeRO(stage), workers=2, backend="processes")
+
+
+@pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(time_scale=0.1), "time_scale"), (dict(start_method="spawn"), "start_method"),
+    (dict(address="127.0.0.1"), "address"), (dict(cluster=pslab.Cluster()), "cluster"),
+    (dict(checkpoint=pslab.Checkpoint("x.safetensors")), "checkpoint"),
+    (dict(workers=17), "workers"), (dict(workers=1), "workers"),
+    (dict(numerics=False), "numerics"), (dict(kill={5: 0}), "kill"),
+])
+def test_settings_that_do_not_apply_are_refused_before_any_process(mode, kwargs, name,
+                                                                    private_tmp):
+    with pytest.raises(ValueError, match=name):
+        pslab.train(mode=mode, **{"workers": 2, **kwargs}, backend="processes")
+    _nothing_left(private_tmp)
+
+
+def test_a_killed_fsdp_process_is_named_and_nothing_is_left(private_tmp):
+    t0 = time.monotonic()
+    with pytest.raises(ProcessFailure) as failure:
+        pslab.train(mode=pslab.ZeRO(3), workers=3, steps=4, backend="processes", kill={1: 2})
+    text = str(failure.value)
+    assert "ZeRO(3)" in text and "worker 1 (pid " in text
+    assert "killed by signal SIGKILL after 2 steps" in text
+    assert time.monotonic() - t0 < 120  # no hang: the others are stopped, not waited for
+    _nothing_left(private_tmp)
+
+
+def test_a_process_killed_from_outside_mid_run_is_named(private_tmp):
+    """Someone kills worker 1 (SIGKILL) while the run goes on: the error names its pid."""
+    killed = []
+
+    def kill_worker_one():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            for p in multiprocessing.active_children():
+                if p.name == "pslab-ZeRO(3)-1" and p.pid:
+                    time.sleep(0.5)
+                    os.kill(p.pid, signal.SIGKILL)
+                    killed.append(p.pid)
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_worker_one)
+    killer.start()
+    try:
+        with pytest.raises(ProcessFailure) as failure:
+            pslab.train(mode=pslab.ZeRO(3), workers=2, steps=10**4, backend="processes")
+    finally:
+        killed.append(None)  # stop looking
+        killer.join()
+    assert f"worker 1 (pid {killed[0]}) was killed by signal SIGKILL" in str(failure.value)
+    _nothing_left(private_tmp)
+
+
+def test_a_silent_process_is_named_after_the_timeout(private_tmp):
+    with pytest.raises(ProcessFailure, match=r"worker 0 \(pid \d+\) stopped answering after "
+                                             r"1 step \(nothing from any worker for 2 s\)"):
+        pslab.train(mode="allreduce", workers=2, steps=3, backend="processes", hang={0: 1},
+                    timeout=2)
+    _nothing_left(private_tmp)
