@@ -47,14 +47,14 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
     sim = actors(server, crew, policy, cluster,
                  cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
                  shard_bytes, score if data else no_numbers, staleness_lr)
-    start_loss = score()[0] if data else math.nan
     if progress:
         from tqdm.auto import tqdm
 
         pushes = steps * workers // policy.aggregate(workers)
         updates = steps if policy.waits_for_update else pushes
         sim.progress = tqdm(total=updates, desc=f"{policy.name}, {workers} workers", unit="update")
-    with single_thread():
+    with single_thread():  # the first score too: on two busy cores, two threads took 0.25 s
+        start_loss = score()[0] if data else math.nan
         if checkpoint is not None:  # write the state on the way, or carry on from written state
             checkpoint.play(sim, dict(config, mode=policy))
         else:
