@@ -201,26 +201,31 @@ w.content.widgets.forEach((c, i) => {
 });
 return out;
 """
+# The timeline: a <canvas> the browser draws (pslab.notebook.browser_figure; it counts its
+# frames in data-frame), or a PNG <img> (the NAS dashboard). The probe times key press -> new
+# pixels and hashes every picture.
+TIMELINE = "img.pslab-timeline, .pslab-timeline canvas"
 INSTRUMENT = """
 const dash = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard');
 if (!dash) return false;
-const img = dash.querySelector('img.pslab-timeline');
+const img = dash.querySelector('img.pslab-timeline, .pslab-timeline canvas');
+if (!img || (img.tagName === 'CANVAS' && !img.dataset.frame)) return false;
 const probe = {t0: null, times: [], srcs: [], hashes: [], loads: 0, tsrc: null};
-new MutationObserver(() => {
-  if (probe.t0 !== null && probe.tsrc === null) probe.tsrc = performance.now() - probe.t0;
-}).observe(img, {attributes: true, attributeFilter: ['src']});
 const hash = () => {
-  const c = document.createElement('canvas');
-  c.width = img.naturalWidth; c.height = img.naturalHeight;
-  const g = c.getContext('2d'); g.drawImage(img, 0, 0);
-  const d = g.getImageData(0, 0, c.width, c.height).data;
+  let c = img;
+  if (img.tagName === 'IMG') {
+    c = document.createElement('canvas');
+    c.width = img.naturalWidth; c.height = img.naturalHeight;
+    c.getContext('2d').drawImage(img, 0, 0);
+  }
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
   let h = 0;
   for (let i = 0; i < d.length; i += 7) h = (h * 31 + d[i]) | 0;
   return `${c.width}x${c.height}:${h}`;
 };
 probe.hashes.push(hash());
 document.addEventListener('keydown', () => { probe.t0 = performance.now(); }, true);
-img.addEventListener('load', () => {
+const drawn = () => {
   probe.loads += 1;
   if (probe.t0 === null) return;
   const t = performance.now() - probe.t0;
@@ -229,11 +234,65 @@ img.addEventListener('load', () => {
   probe.srcs.push(probe.tsrc);
   probe.tsrc = null;
   probe.hashes.push(hash());
-});
+};
+if (img.tagName === 'CANVAS') {  // drawn in place: the frame counter moves after each drawing
+  new MutationObserver(drawn).observe(img, {attributes: true, attributeFilter: ['data-frame']});
+} else {
+  new MutationObserver(() => {
+    if (probe.t0 !== null && probe.tsrc === null) probe.tsrc = performance.now() - probe.t0;
+  }).observe(img, {attributes: true, attributeFilter: ['src']});
+  img.addEventListener('load', drawn);
+}
 window.__pslabProbe = probe;
 dash.scrollIntoView();
 return true;
 """
+
+# The pointer over the browser-drawn timeline, point by point, until a block's details show.
+HOVER = """
+const scope = document.querySelector(arguments[0]);
+const c = scope.querySelector('.pslab-dashboard .pslab-timeline canvas');
+if (!c) return null;
+const tip = c.parentElement.querySelector('.pslab-tip');
+const r = c.getBoundingClientRect();
+for (let y = r.top + 30; y < r.bottom - 42; y += 5)
+  for (let x = r.left + 70; x < r.right - 12; x += 7) {
+    c.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
+    if (tip.style.display === 'block' && tip.textContent.includes('step')) {
+      c.dispatchEvent(new MouseEvent('mouseleave', {}));  // the details go with the pointer
+      return tip.style.display === 'none' && tip.textContent;
+    }
+  }
+return null;
+"""
+
+# The wheel over the timeline zooms in (new pixels), a double-click shows the whole run again.
+ZOOM = """
+const scope = document.querySelector(arguments[0]);
+const c = scope.querySelector('.pslab-dashboard .pslab-timeline canvas');
+const r = c.getBoundingClientRect();
+const at = {clientX: r.left + r.width * 0.6, clientY: r.top + r.height / 2, bubbles: true};
+const pixels = () => c.toDataURL();
+const frames = [pixels()];
+for (let k = 0; k < 3; k++) c.dispatchEvent(new WheelEvent('wheel', {...at, deltaY: -100,
+                                                                     cancelable: true}));
+await new Promise(done => setTimeout(done, 50));
+frames.push(pixels());
+c.dispatchEvent(new MouseEvent('dblclick', at));
+await new Promise(done => setTimeout(done, 50));
+frames.push(pixels());
+return {zoomed: frames[1] !== frames[0], back: frames[2] === frames[0]};
+"""
+
+
+def _hover_and_zoom(driver, scope: str, name: str) -> None:
+    """A browser-drawn timeline shows a block's worker, kind, step, start and end on hover,
+    and zooms (wheel) and unzooms (double-click)."""
+    text = _wait(driver, HOVER, (scope,), timeout=10, what=f"{name}: a block's hover details")
+    assert "step" in text and "start" in text and " s, end " in text, text
+    assert text.split(":")[0].startswith(("G", "GPU", "S", "server")), text
+    zoom = driver.execute_script("return (async () => {" + ZOOM + "})();", scope)
+    assert zoom == {"zoomed": True, "back": True}, f"{name}: {zoom}"
 
 
 # Every box of a dashboard inside its cell, nothing scrolled sideways, every control with its
@@ -256,7 +315,8 @@ scope.querySelectorAll('.pslab-dashboard').forEach((dash, d) => {
   dash.querySelectorAll('[class*="pslab-"]').forEach(el => {
     const name = [...el.classList].find(c => c.startsWith('pslab-'));
     if (name === 'pslab-dashboard' || el.closest('details:not([open])')) return;
-    if (el.tagName !== 'IMG' && !el.textContent.trim()) return;  // an empty line: nothing to see
+    if (el.tagName !== 'IMG' && !el.querySelector('canvas') && !el.textContent.trim())
+      return;  // an empty line: nothing to see
     inside(el, name);
     el.querySelectorAll('.widget-label, .widget-readout, select').forEach(part => {
       if (part.tagName === 'SELECT' || part.textContent.trim())  // an empty label is no text
@@ -289,8 +349,9 @@ scope.querySelectorAll('.pslab-dashboard').forEach((dash, d) => {
   const view = box ? box.getBoundingClientRect() : {top: 0, bottom: window.innerHeight};
   const low = Math.max(view.top, 0), high = Math.min(view.bottom, window.innerHeight);
   const parts = [['the controls', [...dash.querySelectorAll('.widget-slider, .widget-dropdown')]],
-                 ['the timeline', [dash.querySelector('img.pslab-timeline')]],
-                 ['the loss curve', [dash.querySelector('img.pslab-training, img.pslab-rewards')]]];
+                 ['the timeline', [dash.querySelector('img.pslab-timeline, .pslab-timeline canvas')]],
+                 ['the loss curve', [dash.querySelector(
+                     'img.pslab-training, .pslab-training canvas, img.pslab-rewards')]]];
   for (const [what, els] of parts) {
     for (const el of els) {
       if (!el) { out.push(`dashboard ${d}: no ${what}`); continue; }
@@ -453,7 +514,7 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
 
         has_dashboard = driver.execute_script(
             "return !!document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
-            ".pslab-dashboard img.pslab-timeline');")
+            ".pslab-dashboard :is(img.pslab-timeline, .pslab-timeline)');")
         if not has_dashboard:
             with capsys.disabled():
                 print(f"\n{name}: ran in {run_s:.1f} s, no dashboard")
@@ -464,7 +525,7 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
             By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard "
                              ".pslab-workers .noUi-handle")
         img = driver.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel:not(.lm-mod-hidden) "
-                                                   ".pslab-dashboard img.pslab-timeline")
+                                                   f".pslab-dashboard :is({TIMELINE})")
         before_png = img.screenshot_as_png
         for k in range(PRESSES):
             n = len(driver.execute_script("return window.__pslabProbe.times;"))
@@ -474,6 +535,8 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
             _wait(driver, STATUS_READY, timeout=60, what="the dashboard to settle")
         probe = driver.execute_script("return window.__pslabProbe;")
         after_png = img.screenshot_as_png
+        if img.tag_name == "canvas":
+            _hover_and_zoom(driver, ".jp-NotebookPanel:not(.lm-mod-hidden)", name)
         _quick_presses_end_ready_with_their_numbers(driver, handle, name)
         dash_css = ".jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard"
         for size in ("large", "1024"):
@@ -494,7 +557,8 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
                   f"({', '.join(f'{t:.0f}' for t in times)}); all notebooks so far: median "
                   f"{statistics.median(ROUND_TRIPS):.0f} ms over {len(ROUND_TRIPS)}\n"
                   f"  of which key press -> new image received: "
-                  f"{', '.join(f'{t:.0f}' for t in probe['srcs'])} ms; kernel fast path: "
+                  f"{', '.join('-' if t is None else f'{t:.0f}' for t in probe['srcs'])} ms;"
+                  f" kernel fast path: "
                   f"{', '.join(f'{t:.0f}' for t in kernel[-PRESSES:])} ms")
         assert statistics.median(times) < 5000, "the dashboard answers far too slowly"
     except Exception:
@@ -549,16 +613,17 @@ def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presente
             assert code not in text, f"the presenter view shows code or exercises: {code!r}"
         assert driver.execute_script("return document.querySelectorAll('.jp-InputArea-editor, "
                                      ".CodeMirror, .cm-editor').length;") == 0
-        assert driver.execute_script("return document.querySelectorAll('img').length;") >= 12
-        # the first dashboard answers a key press with a new timeline
-        img = driver.find_element(By.CSS_SELECTOR, ".pslab-dashboard img.pslab-timeline")
-        before = img.get_attribute("src")
+        assert driver.execute_script(
+            "return document.querySelectorAll('img, .pslab-dashboard canvas').length;") >= 12
+        # the first dashboard answers a key press with a new timeline, and hovers and zooms
+        frame = "return document.querySelector('.pslab-timeline canvas').dataset.frame;"
+        before = driver.execute_script(frame)
         handle = driver.find_element(By.CSS_SELECTOR, ".pslab-dashboard .pslab-workers "
                                                       ".noUi-handle")
         handle.send_keys(Keys.ARROW_RIGHT)
-        _wait(driver, "return document.querySelector('.pslab-dashboard img.pslab-timeline')"
-              ".getAttribute('src') !== arguments[0];", (before,), timeout=30,
-              what="the presenter dashboard to redraw")
+        _wait(driver, frame[:-1] + " !== arguments[0];",
+              (before,), timeout=30, what="the presenter dashboard to redraw")
+        _hover_and_zoom(driver, "body", "presenter")
         for size in ("large", "1024"):
             problems = _fit_problems(driver, size)
             driver.execute_script("document.querySelector('.pslab-dashboard')"

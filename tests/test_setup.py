@@ -45,7 +45,7 @@ def test_import_is_light_and_every_public_name_resolves():
     import subprocess
     import sys
 
-    code = ("import sys, pslab; heavy = [m for m in ('matplotlib', 'ipywidgets') "
+    code = ("import sys, pslab; heavy = [m for m in ('matplotlib', 'ipywidgets', 'anywidget') "
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

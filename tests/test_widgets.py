@@ -18,6 +18,7 @@ import pslab
 from pslab.liveview import (PRESETS, Settings, View, _timeline_artists,
                              preset, single_thread)
 from pslab.livefigure import LiveFigure, nice_ceiling
+from pslab.notebook.browser_plots import column
 from pslab.widgets import CONTROLS, Dashboard, Progress, describe, sweep, table
 
 
@@ -25,8 +26,18 @@ def pixels(png: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
 
+def rows(dash: Dashboard) -> list[str]:
+    """The timeline's row names, as the browser draws them."""
+    return [name for _, name in dash.figures["timeline"].panels[0]["yticks"]]
+
+
 def worker_rows(dash: Dashboard) -> list[str]:
-    return [r for r in dash.view.timeline_plot.rows if r.startswith("G")]
+    return [r for r in rows(dash) if r.startswith("G")]
+
+
+def blocks(dash: Dashboard, name: str = "timeline") -> dict[str, np.ndarray]:
+    """The blocks a browser figure draws (edges and colour codes), as arrays."""
+    return {k: column(v) for k, v in dash.figures[name].panels[0]["rects"].items()}
 
 
 @pytest.fixture
@@ -49,26 +60,28 @@ def test_controls_cover_the_issue_ranges(dash):
 
 def test_workers_slider_3_to_5_redraws_the_timeline(dash):
     assert dash.run.workers == 3 and worker_rows(dash) == ["G0", "G1", "G2"]
-    before = dash.images["timeline"].value
+    before = blocks(dash)
     dash.controls["workers"].value = 5
     assert dash.run.workers == 5
     assert worker_rows(dash) == ["G0", "G1", "G2", "G3", "G4"]
     assert {s.worker for s in dash.run.timeline if s.worker is not None} == set(range(5))
-    assert dash.images["timeline"].value != before
-    # the PNG really has the new size of plot: more rows of blocks
-    assert not np.array_equal(pixels(before), pixels(dash.images["timeline"].value))
+    after = blocks(dash)
+    # the browser gets one block per visible span of the new run, on the new rows
+    assert len(after["x0"]) == sum(s.end > s.start for s in dash.run.timeline) > len(before["x0"])
+    assert after["y1"].max() > before["y1"].max()
 
 
 def test_mode_dropdown_changes_staleness():
     dash = Dashboard("002")  # starts in sync: nothing is ever stale
     assert dash.run.mode == "sync" and max(dash.run.staleness) == 0
-    heights = dash.view.staleness_plot.heights()
-    before = dash.images["staleness"].value
+    assert dash.figures["staleness"].layout_spec["panels"][0]["xfmt"] == "pct"  # time split
     dash.controls["mode"].value = "async"
     assert dash.run.mode == "async"
     assert max(dash.run.staleness) > 0
-    assert dash.view.staleness_plot.heights() != heights
-    assert dash.images["staleness"].value != before
+    bars = blocks(dash, "staleness")  # one bar per staleness value, as high as its count
+    counts = np.bincount(dash.run.staleness)
+    assert list(bars["y1"]) == list(counts) and list(bars["x0"] + 0.4) == list(range(len(counts)))
+    assert "xfmt" not in dash.figures["staleness"].layout_spec["panels"][0]
 
 
 def test_ssp_control_is_live_only_in_ssp_mode(dash):
@@ -100,7 +113,7 @@ def test_straggler_slider_slows_g1_only():
 def test_shards_and_bandwidth(dash):
     dash.controls["shards"].value = 3
     assert len(dash.run.shard_bytes) == 3
-    assert len(dash.view.timeline_plot.rows) == dash.run.workers + 3
+    assert rows(dash)[-3:] == ["S0 {W_o, …, W_h}", "S1 {W_h}", "S2 {W_h, b_h}"]  # plain text
     fetch = lambda run: max(s.duration for s in run.timeline if s.kind == "fetch")  # noqa: E731
     fast = fetch(dash.run)
     dash.controls["bandwidth"].value = 1e3
@@ -108,9 +121,11 @@ def test_shards_and_bandwidth(dash):
 
 
 def test_lr_changes_the_loss_not_the_clock(dash):
-    timeline, loss = dash.images["timeline"].value, [r.loss for r in dash.run.history]
+    timeline, loss = dash.figures["timeline"].panels, [r.loss for r in dash.run.history]
+    sends = dash.figures["timeline"].sends
     dash.controls["lr"].value = 0.05
-    assert dash.images["timeline"].value == timeline  # the clock does not depend on lr
+    assert dash.figures["timeline"].panels is timeline  # the clock does not depend on lr:
+    assert dash.figures["timeline"].sends == sends  # nothing is sent to the browser
     assert [r.loss for r in dash.run.history] != loss
     assert dash.run.config["lr"] == pytest.approx(0.05)
 
@@ -131,9 +146,12 @@ def test_settled_run_is_exactly_pslab_train(dash):
 
 def test_loss_plot_keeps_the_previous_settings_for_comparison(dash):
     dash.controls["workers"].value = 4
-    lines = [ln for ln in dash.view.training_plot.loss_lines if ln.get_visible()]
-    assert len(lines) == 2
-    assert lines[1].get_label() == "before: workers 3"
+    loss, acc = dash.figures["training"].panels
+    assert [ln["label"] for ln in loss["lines"]] == ["now", "before: workers 3"]
+    assert [item["label"] for item in dash.figures["training"].legend] == ["now",
+                                                                         "before: workers 3"]
+    assert loss["lines"][0]["y"] == [round(r.loss, 5) for r in dash.run.history]
+    assert acc["lines"][0]["x"] == [round(r.time, 4) for r in dash.run.history]
 
 
 def test_timing_only_while_moving_numerics_when_settled():
@@ -276,16 +294,15 @@ def test_fixed_work_rejects_an_accumulation_that_does_not_divide_it():
 
 def test_sync_dashboard_shows_each_workers_idle_share_instead_of_one_staleness_bar():
     dash = pslab.widgets.dashboard("001", settle_delay=None)
-    assert dash.view.side_plot is dash.view.busy_plot
-    assert dash.view.busy_plot.ax.get_visible() and not dash.view.staleness.ax.get_visible()
-    shares = dash.view.busy_plot.shares()
-    assert len(shares) == 4 and all(abs(sum(s.values()) - 1) < 1e-9 for s in shares)
-    idle = sum(s["idle"] for s in shares) / 4
-    assert idle == pytest.approx(dash.run.idle_fraction)
+    bars = blocks(dash, "staleness")  # per worker: compute, transfer, idle, end to end
+    widths = (bars["x1"] - bars["x0"]).reshape(4, 3)
+    assert np.allclose(widths.sum(axis=1), 1, atol=1e-4)
+    assert widths[:, 2].mean() == pytest.approx(dash.run.idle_fraction, abs=1e-4)
+    assert [x["label"] for x in dash.figures["staleness"].legend] == ["compute", "transfer",
+                                                                      "idle"]
     assert "idle" in dash.view.captions()["staleness"]
     dash.set(mode="async")  # staleness means something again
-    assert dash.view.side_plot is dash.view.staleness_plot
-    assert dash.view.staleness.ax.get_visible() and not dash.view.busy_plot.ax.get_visible()
+    assert dash.figures["staleness"].legend == []
     assert "staleness" in dash.view.captions()["staleness"]
 
 
@@ -316,8 +333,8 @@ def test_dashboard_has_no_fixed_pixel_width_wider_than_a_projector_cell():
         widths.append(w.layout.min_width)
     fixed = [int(m.group(1)) for v in widths if v and (m := re.fullmatch(r"(\d+)px", v))]
     assert all(px <= 300 for px in fixed), fixed
-    for img in dash.images.values():
-        assert img.layout.width in ("100%", "auto") and img.layout.max_width.endswith("px")
+    for fig in dash.figures.values():
+        assert fig.layout.width in ("100%", "auto")
 
 
 def test_ready_only_when_everything_shown_is_of_the_controls_values():
@@ -329,7 +346,7 @@ def test_ready_only_when_everything_shown_is_of_the_controls_values():
         seen = []
         for k in (2, 3, 4):
             dash.controls["accumulate"].value = k
-            seen.append((dash.numbers.layout.opacity, dash.images["training"].layout.opacity,
+            seen.append((dash.numbers.layout.opacity, dash.figures["training"].layout.opacity,
                          'data-state="ready"' in dash.status.value))
         settle = dash.view.settle
 
@@ -352,7 +369,7 @@ def test_ready_only_when_everything_shown_is_of_the_controls_values():
     assert dash.settings.accumulate == 5 and dash.numbers_for == dash.settings
     assert dash.view.current(dash.settings) and dash.run.config["accumulate"] == 5
     assert describe(dash.run) in dash.numbers.value
-    assert dash.numbers.layout.opacity == dash.images["training"].layout.opacity == "1"
+    assert dash.numbers.layout.opacity == dash.figures["training"].layout.opacity == "1"
 
 
 @pytest.mark.parametrize("name", ["default", "000", "001", "002"])
@@ -397,20 +414,51 @@ def test_async_ending_later_than_sync_is_explained_under_the_numbers():
 
 @pytest.mark.parametrize("name", ["default", "000", "001", "002"])
 def test_live_plots_read_at_10_px_and_fit_one_screen_at_1024x768(name):
-    """Drawn a cell wide (no shrinking at 1024x768) with text >= 10 px; the timeline and the
-    loss curve are short enough to share ~500 px of notebook with the controls (the browser
-    test checks the real page); many rows: every k-th is named, the labels never overlap."""
-    from legible import READABLE_PX, texts
+    """Text >= 10 px (the browser draws every label at FONT px, a cell wide, unshrunk); the
+    timeline and the loss curve are short enough to share ~500 px of notebook with the
+    controls (the browser test checks the real page)."""
+    from pslab.notebook.browser_plots import FONT
 
     dash = Dashboard(name, settle_delay=None)
     dash.set(workers=16, shards=8) if name != "001" else dash.set(workers=16)
-    for fig in (dash.view.timeline.figure, dash.view.training.figure):
-        width, height = fig.canvas.get_width_height(physical=True)
-        assert width <= 590 and texts(fig)[0][0] >= READABLE_PX, (width, texts(fig)[0])
-    heights = [dash.view.timeline.figure.canvas.get_width_height()[1],
-               dash.view.training.figure.canvas.get_width_height()[1]]
-    assert sum(heights) <= 360, heights
-    ax = dash.view.timeline.ax
-    rows_px = ax.bbox.height
-    labels = ax.get_yticklabels()
-    assert len(labels) * 11 <= rows_px, (len(labels), rows_px)
+    specs = [dash.figures[n].layout_spec for n in ("timeline", "training", "staleness")]
+    assert FONT >= 10 and all(s["font"] >= 10 for s in specs)
+    assert specs[0]["height"] + specs[1]["height"] <= 360
+    assert len(rows(dash)) == 16 + 8 if name != "001" else 16
+
+
+def test_timeline_hover_says_what_each_block_is():
+    """What a hover shows (worker, kind, step, start, end, shard, why it waited) is each
+    visible span's own, block for block."""
+    from pslab.timeline import EVERY_KIND, NOTES
+
+    dash = Dashboard("default", settle_delay=None, mode="async")
+    panel = dash.figures["timeline"].panels[0]
+    hover, tables = panel["hover"], panel["hover"]["tables"]
+    got = {k: column(v).tolist() for k, v in hover["cols"].items()}
+    x0, x1 = column(panel["rects"]["x0"]), column(panel["rects"]["x1"])
+    shown = [s for s in dash.run.timeline if s.end > s.start]
+    assert len(shown) == len(x0)
+    seen = set()
+    for i in range(len(x0)):
+        who = tables["who"][got["who"][i]]
+        kind = EVERY_KIND[got["kind"][i]]
+        shard = None if got["shard"][i] < 0 else got["shard"][i]
+        note = None if got["note"][i] < 0 else list(NOTES)[got["note"][i]]
+        worker = int(who[1:]) if who.startswith("G") else None
+        span = (worker, shard, kind, x0[i], x1[i], got["step"][i], note)
+        seen.add(span)
+    assert seen == {(s.worker, s.shard, s.kind, s.start, s.end, s.step, s.note) for s in shown}
+    assert {n for *_, n in seen} >= {None, "queue"}  # why a white block waited: it shows
+    assert tables["why"] == [NOTES[n] for n in NOTES]
+
+
+def test_a_step_sends_only_what_changed():
+    dash = Dashboard("002", settle_delay=None)
+    sent = {n: f.sends for n, f in dash.figures.items()}
+    dash.set(lr=0.1)  # the clock does not move: neither timeline nor side panel is re-sent
+    assert dash.figures["timeline"].sends == sent["timeline"]
+    assert dash.figures["staleness"].sends == sent["staleness"]
+    assert dash.figures["training"].sends == sent["training"] + 1  # a new loss curve
+    dash.set(workers=4)
+    assert dash.figures["timeline"].sends == sent["timeline"] + 1

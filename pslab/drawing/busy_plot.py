@@ -11,10 +11,18 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import PercentFormatter
 
-from .palette import PALETTES
+from .palette import share_colours
 from ..result import Run
 from ..timeline import SHARES
 from .timeline_plot import worker_label
+
+
+def busy_title(run: Run, split: list[dict[str, float]]) -> str:
+    """The white parts of the bars, summed: 'idle 12.3 GPU-seconds (5.1% of 8 × 30.2 s), …'."""
+    idle = sum(p["idle"] for p in split)
+    share = idle / (run.workers * (run.makespan or 1.0))
+    return (f"idle {idle:.1f} GPU-seconds ({share:.1%} of {run.workers} × "
+            f"{run.makespan:.1f} s), {run.updates} updates")
 
 
 class BusyPlot:
@@ -22,8 +30,7 @@ class BusyPlot:
 
     def __init__(self, ax: Axes, palette: str = "ps"):
         self.ax, self.palette = ax, palette
-        colours = {"compute": PALETTES[palette]["compute"],
-                   "transfer": PALETTES[palette]["fetch"], "idle": "#FFFFFF"}
+        colours = share_colours(palette)
         self.bars: dict[str, list[Rectangle]] = {part: [] for part in SHARES}
         self.colours = colours
         ax.set_xlim(0, 1)
@@ -59,10 +66,7 @@ class BusyPlot:
         labels = [worker_label(w, self.palette) for w in range(len(split))]
         if [t.get_text() for t in self.ax.get_yticklabels()] != labels:
             self.ax.set_yticks(range(len(split)), labels)
-        idle = sum(p["idle"] for p in split)  # the white parts of the bars, summed
-        share = idle / (run.workers * total)
-        self.title.set_text(f"idle {idle:.1f} GPU-seconds ({share:.1%} of "
-                            f"{run.workers} × {run.makespan:.1f} s), {run.updates} updates")
+        self.title.set_text(busy_title(run, split))
 
     def artists(self) -> list:
         return [b for bars in self.bars.values() for b in bars] + [self.title]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pslab.timeline import COLLECTIVES, EVERY_KIND, KINDS
 
 __all__ = ["KINDS", "COLLECTIVES", "EVERY_KIND", "PALETTES", "LABELS", "ROLES", "ROLE_LABELS", "TEX_PREFIX",
-           "colour", "label", "tex_colour_name"]
+           "RUN_COLOURS", "colour", "label", "share_colours", "tex_colour_name"]
 
 # Light fills for the blocks: black text and black outlines must stay readable on them.
 PALETTES: dict[str, dict[str, str]] = {
@@ -73,6 +73,10 @@ ROLE_LABELS: dict[str, str] = {
     "gradient": "gradients", "weight": "weights",
 }
 
+# One colour per run in the loss and accuracy curves (Okabe–Ito, readable by colour-blind
+# students): the run shown first, the run before it, ...; the staleness bars take the second.
+RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+
 # Short prefix of a palette in LaTeX colour and style names (letters only: xcolor and
 # \csname both accept them without escaping).
 TEX_PREFIX: dict[str, str] = {"ps": "ps", "accumulation": "acc"}
@@ -95,6 +99,14 @@ def label(kind: str, palette: str = "ps") -> str:
     """The display label of a block of `kind` in `palette`."""
     _check(palette, kind)
     return LABELS[palette][kind]
+
+
+def share_colours(palette: str = "ps") -> dict[str, str]:
+    """The fills of a worker's time split (`Run.shares`): compute as its blocks, every
+    transfer in the fetch colour, idle white."""
+    _check(palette, "compute")
+    return {"compute": PALETTES[palette]["compute"], "transfer": PALETTES[palette]["fetch"],
+            "idle": PALETTES[palette]["idle"]}
 
 
 def tex_colour_name(name: str, palette: str | None = None) -> str:

@@ -19,6 +19,7 @@ from matplotlib.patches import Patch
 from matplotlib.path import Path
 
 from ..checks import flag, number, run_labels, text as a_text
+from .blocks import blocks
 from .palette import COLLECTIVES, EVERY_KIND, KINDS, LABELS, PALETTES
 from .sizes import CELL_IN
 from .training_plot import check_ax
@@ -52,13 +53,18 @@ def legend_handles(palette: str = "ps", runs: Sequence[Run] = ()) -> list[Patch]
     001) get the label of the last of them, which is the one the figure names. The collectives
     (ZeRO's reduce-scatter, all-gather) are listed only when one of `runs` has them, and then
     beside only the kinds the runs have (no server: no F, P, Update), so the legend fits a cell."""
+    return [Patch(facecolor=PALETTES[palette][k], edgecolor="black", linewidth=0.6,
+                  label=legend_label(k, palette)) for k in legend_kinds(palette, runs)]
+
+
+def legend_kinds(palette: str = "ps", runs: Sequence[Run] = ()) -> list[str]:
+    """The kinds `legend_handles` names, in order (the browser's legend reads them too)."""
     kinds, extra = KINDS, collectives_in(runs)
     if extra:
         found = {s.kind for r in runs for s in r.timeline}
         kinds = tuple(k for k in KINDS if k in found) + extra
     last = {PALETTES[palette][k]: k for k in kinds}  # colour -> the last kind that has it
-    return [Patch(facecolor=PALETTES[palette][k], edgecolor="black", linewidth=0.6,
-                  label=legend_label(k, palette)) for k in kinds if last[PALETTES[palette][k]] == k]
+    return [k for k in kinds if last[PALETTES[palette][k]] == k]
 
 
 def collectives_in(runs: Sequence[Run]) -> tuple[str, ...]:
@@ -188,20 +194,8 @@ class TimelinePlot:
     def _boxes(self, run: Run) -> tuple[np.ndarray, ...]:
         """Kind, start, end, top and bottom y of every visible span, as arrays (no Python loop
         per span beyond the transpose: a 10^4-span timeline still redraws in milliseconds)."""
-        if not run.timeline:
-            return np.array([], dtype=str), *(np.zeros(0) for _ in range(4))
-        worker, shard, kind, start, end = list(zip(*run.timeline))[:5]
-        start, end, kinds = np.array(start, float), np.array(end, float), np.array(kind)
-        w = np.array([-1 if x is None else x for x in worker])
-        row = np.array([0 if x is None else x for x in shard]) + run.workers
-        server = w < 0
-        if self.column:  # the update spans every GPU row
-            top, bottom = np.where(server, 0, w), np.where(server, run.workers - 1, w)
-        else:
-            top = bottom = np.where(server, row, w)
-        keep = end > start  # zero-width transfers on a free network: nothing to see
-        y0, y1 = top - self.height / 2, bottom + self.height / 2
-        return kinds[keep], start[keep], end[keep], y0[keep], y1[keep]
+        b = blocks(run, self.column, self.height)
+        return b["kind"], b["start"], b["end"], b["y0"], b["y1"]
 
     def _write(self, blocks: list, right: float) -> None:
         """Put text inside the blocks it fits in; the rest of the pool is hidden."""

@@ -22,10 +22,9 @@ from matplotlib.ticker import (FixedLocator, FuncFormatter, LogLocator, MaxNLoca
 
 from ..checks import run_labels
 from ..result import Run, as_runs
+from .palette import RUN_COLOURS  # one colour per run (the browser's curves read it too)
 from .sizes import CELL_IN
 
-# One colour per run (Okabe–Ito, readable by colour-blind students); loss solid, accuracy dashed.
-RUN_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 LOG_SUBS = (1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)  # minor ticks of the log loss axis (x 10^k)
 X_AXES = {"time": "virtual time (s)", "update": "server updates", "step": "step"}
 
@@ -115,10 +114,22 @@ class TrainingPlot:
             self.ax.legend(handles=self.loss_lines[:len(runs)], fontsize=11, loc="lower left",
                            bbox_to_anchor=(0, 1.0), ncol=2, frameon=False, borderaxespad=0.2)
             self._labels = labels
-        # one line per run: a caption never wraps in the middle of a number
-        self.title.set_text("\n".join(f"{lab}: test accuracy {r.final_accuracy:.1%} at "
-                                       f"{r.makespan:.1f} s{' — DIVERGED' if r.diverged else ''}"
-                                       for lab, r in zip(labels, runs)))
+        self.title.set_text(curves_title(runs, labels))
+
+
+def curves_title(runs: Sequence[Run], labels: Sequence[str]) -> str:
+    """One line per run (a caption never wraps in the middle of a number): its final test
+    accuracy and makespan."""
+    return "\n".join(f"{lab}: test accuracy {r.final_accuracy:.1%} at {r.makespan:.1f} s"
+                     f"{' — DIVERGED' if r.diverged else ''}" for lab, r in zip(labels, runs))
+
+
+def staleness_title(run: Run) -> str:
+    """'async: 240 updates, mean staleness 2.31, max 7'."""
+    st = run.staleness
+    mean = float(np.mean(st)) if st else 0.0
+    return (f"{run.mode}: {run.updates} updates, mean staleness {mean:.2f}, "
+            f"max {max(st, default=0)}")
 
 
 class StalenessPlot:
@@ -148,9 +159,7 @@ class StalenessPlot:
         self.ax.xaxis.set_major_locator(FixedLocator(range(top + 1)) if top < 8
                                         else MaxNLocator(integer=True, nbins=6))
         self.ax.set_ylim(0, max(counts.values(), default=1) * 1.1)
-        mean = float(np.mean(run.staleness)) if run.staleness else 0.0
-        self.title.set_text(f"{run.mode}: {run.updates} updates, mean staleness {mean:.2f}, "
-                            f"max {top}")
+        self.title.set_text(staleness_title(run))
 
     def heights(self) -> dict[int, float]:
         """Bar height per staleness value, read back from the drawn bars."""

@@ -1,27 +1,22 @@
-"""The engine behind the notebook dashboards, with no widgets in it: settings -> runs -> PNGs.
+"""The dashboards' plots drawn by matplotlib: settings -> runs (`LiveRuns`) -> PNGs.
 
-A dashboard change must feel instant (the goal: <= 40 ms in the kernel for 8 workers x 30
-steps), so this module does three things and nothing else:
+The live dashboards are drawn by the browser (`pslab.notebook.browser_plots`); this module
+draws the same runs as PNGs, fast enough to follow a slider in a script or a test, and makes the
+static picture a notebook keeps for readers without a kernel (`snapshot_of`):
 
 - `Settings` (pslab.dashboard_settings, re-exported here) is what the controls say, turned
   into one `pslab.train` call;
 - `LiveFigure` (pslab.livefigure) is ONE reused Agg figure per plot that renders to PNG bytes
   by blitting: frame, axes and legend are cached bitmaps, and a change redraws only the artists
   the `pslab.plot` objects move (blocks, bars, lines) unless limits or tick labels change;
-- `View` keeps the three live plots (timeline, loss and accuracy against time, and a side panel:
-  the staleness histogram, or in sync mode, where staleness is always 0, each worker's split of
-  compute, transfer and idle time) and a small cache of runs: a slider drag runs timing-only
-  (`numerics=False`, a few ms) and updates the timeline and side panel; the loss curve needs
-  the arithmetic and is brought up to date by `View.settle`.
-
-`pslab.widgets.Dashboard` puts ipywidgets in front of a `View`; tests and the benchmark drive a
-`View` (or a Dashboard) headlessly.
+- `View` (a `LiveRuns`: the runs on show and a cache of them) keeps the three plots (timeline,
+  loss and accuracy against time, and a side panel: the staleness histogram, or in sync mode,
+  where staleness is always 0, each worker's split of compute, transfer and idle time).
 """
 from __future__ import annotations
 
 import io
 import math
-from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -34,10 +29,10 @@ from ..drawing.sizes import CELL_IN
 from .dashboard_settings import (MODES, PRESETS, RANGES, SLOWDOWN, Settings,  # noqa: F401
                                  bytes_per_s, describe_change, preset, value_text)
 from .livefigure import LiveFigure, nice_ceiling
+from .liveruns import LiveRuns, RunCache  # noqa: F401 - RunCache: public here too
 from ..drawing.plot import StalenessPlot, TimelinePlot, TrainingPlot, legend_handles
-from ..model import single_thread
+from ..model import single_thread  # noqa: F401 - public here (pslab.widgets re-exports it)
 from ..result import Run
-from ..training import train
 
 # A dashboard's controls, timeline and loss curve share one screen at 1024x768 with the file
 # browser open (a cell ~575 px wide, ~500 px of notebook under JupyterLab's bars): the plots are drawn a cell wide
@@ -61,39 +56,7 @@ def _training_artists(plot: TrainingPlot) -> list[Artist]:
     return [*plot.loss_lines, *plot.acc_lines, plot.title]
 
 
-class RunCache:
-    """The last `size` runs by settings (an LRU): moving a slider back is free."""
-
-    def __init__(self, size: int = 64):
-        self.size = size
-        self._runs: OrderedDict[tuple, Run] = OrderedDict()
-        self.hits = self.misses = 0
-
-    @staticmethod
-    def key(settings: Settings, numerics: bool) -> tuple:
-        # lr changes the arithmetic, never the clock: timing-only runs ignore it
-        return (settings if numerics else settings.changed(lr=1.0), numerics)
-
-    def has(self, settings: Settings, numerics: bool) -> bool:
-        return self.key(settings, numerics) in self._runs
-
-    def get(self, settings: Settings, numerics: bool) -> Run:
-        key = self.key(settings, numerics)
-        run = self._runs.get(key)
-        if run is not None:
-            self._runs.move_to_end(key)
-            self.hits += 1
-            return run
-        self.misses += 1
-        with single_thread():
-            run = train(numerics=numerics, **settings.train_kwargs())
-        self._runs[key] = run
-        if len(self._runs) > self.size:
-            self._runs.popitem(last=False)
-        return run
-
-
-class View:
+class View(LiveRuns):
     """The three live plots of a dashboard, fed from settings.
 
     `show(settings)` is the fast path (timing-only run, timeline and staleness redrawn; nothing
@@ -104,8 +67,9 @@ class View:
     the dashboard to show as HTML above each image.
     """
 
-    def __init__(self, settings: Settings | None = None, palette: str | None = None):
-        self.settings = settings or PRESETS["default"]
+    def __init__(self, settings: Settings | None = None, palette: str | None = None,
+                 cache: RunCache | None = None):
+        super().__init__(settings, cache)
         palette = palette or self.settings.palette
         # shard rows ("S1 {W_o, …, W_h}") need a wider margin than GPU rows (figure 001 has none)
         width, height = TIMELINE_SIZE
@@ -139,30 +103,13 @@ class View:
         for plot in (self.timeline_plot, self.training_plot, self.staleness_plot,
                      self.busy_plot):
             plot.title.set_visible(False)
-        self.cache = RunCache()
-        self.run: Run | None = None  # what the timeline shows (timing-only until settled)
-        self.settled: Run | None = None  # the latest run with numerics
-        self.previous: tuple[Settings, Run] | None = None  # the one before, for comparison
-        self._settled_for: Settings | None = None
-        self._shown_key: tuple | None = None
         self.show(self.settings)  # a View is never blank: its timeline is there from the start
-
-    @property
-    def pending(self) -> bool:
-        """True while the loss plot still shows other settings than the timeline."""
-        return self._settled_for != self.settings
 
     def show(self, settings: Settings) -> dict[str, bytes]:
         """Fast path: timing-only run (or a cached one), timeline + staleness redrawn."""
-        self.settings = settings
-        key = self.cache.key(settings, False)
-        if key == self._shown_key:  # only lr moved: same clock, same pictures
-            if self.cache.has(settings, True):
-                self.run = self.cache.get(settings, True)
+        if not self.step(settings):  # only lr moved: same clock, same pictures
             return {"timeline": self.timeline.png, "staleness": self.staleness.png}
-        numerics = self.cache.has(settings, True)
-        run = self.cache.get(settings, numerics)
-        self.run, self._shown_key = run, key
+        run = self.run
         # numbers written in the blocks (figure 001's durations) cost ~0.4 ms each to draw:
         # only while there are few blocks, where they are also readable
         blocks = settings.workers * settings.steps * settings.accumulate
@@ -205,41 +152,14 @@ class View:
 
     def settle(self, progress: Callable[[str], None] | None = None) -> bytes:
         """Slow path: the run with numerics for the current settings; loss plot redrawn."""
-        settings = self.settings
-        if self._settled_for == settings and self.training.png:
+        if not super().settle(progress) and self.training.png:
             return self.training.png
-        if progress is not None and not self.cache.has(settings, True):
-            progress(f"training: {settings.workers} workers x {settings.run_steps} steps x "
-                     f"{settings.accumulate} minibatch(es)")
-        run = self.cache.get(settings, True)
-        if self.settled is not None and self._settled_for is not None:
-            self.previous = (self._settled_for, self.settled)
-        self.settled, self._settled_for, self.run = run, settings, run
-        runs, labels = [run], ["now"]
-        if self.previous is not None and self.previous[0] != settings:
-            runs.append(self.previous[1])
-            labels.append("before: " + describe_change(settings, self.previous[0]))
-        self.training_plot.update(runs, labels=labels)
+        self.training_plot.update(*self.curves())
         return self.training.render(_training_artists(self.training_plot))
-
-    def current(self, settings: Settings) -> bool:
-        """True when the timeline, the loss curve and `run` are all of `settings`."""
-        return self.settings == settings and self._settled_for == settings \
-            and self.run is self.settled
-
-    def sync_twin(self) -> Run:
-        """The same settings in sync mode, clock only (cached): what a mode is compared to."""
-        return self.cache.get(self.settings.changed(mode="sync"), False)
 
     def pngs(self) -> dict[str, bytes]:
         return {"timeline": self.timeline.png, "training": self.training.png,
                 "staleness": self.staleness.png}
-
-    def captions(self) -> dict[str, str]:
-        """The titles the plots computed (drawn as HTML by the dashboard, not into the PNGs)."""
-        return {"timeline": self.timeline_plot.title.get_text(),
-                "training": self.training_plot.title.get_text(),
-                "staleness": self.side_plot.title.get_text()}
 
     def snapshot(self) -> bytes:
         """One PNG of all three plots with their titles: the static picture a notebook keeps
@@ -283,3 +203,14 @@ def summary(run: Run) -> dict[str, Any]:
                 minibatches=run.workers * run.config["steps"] * run.config["accumulate"],
                 mean_staleness=float(np.mean(st)) if st else 0.0, max_staleness=max(st, default=0),
                 final_accuracy=run.final_accuracy)
+
+
+def snapshot_of(live: LiveRuns) -> bytes:
+    """`View.snapshot` of what a browser-drawn dashboard shows now: matplotlib draws the same
+    runs once (the static picture a saved notebook keeps for a reader without a kernel)."""
+    view = View(live.settings, cache=live.cache)  # the runs are cached: nothing re-simulated
+    view.settled, view.previous, view._settled_for = live.settled, live.previous, live._settled_for
+    runs, labels = view.curves()
+    if runs:
+        view.training_plot.update(runs, labels)
+    return view.snapshot()

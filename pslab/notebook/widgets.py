@@ -6,15 +6,18 @@
 
 A dashboard has a control for the number of workers (1-16), accumulation steps (1-8), the
 learning rate (log scale), the update mode (sync / async / SSP and its s), the straggler's
-slowdown, the server shards and the network bandwidth. Its plots (timeline, loss and
-accuracy against time, staleness or, in sync mode, each worker's time split) are PNGs from
-reused matplotlib figures (`pslab.liveview`), drawn a cell wide: at 1024x768 with the file
-browser open the controls (two columns), the timeline and the loss curve share one screen, the
-captions and numbers under them. While a slider moves, each value runs the clock only
-(`numerics=False`) and redraws the timeline at once; the loss curve and the numbers fade until
-the sliders have been still for `settle_delay` seconds and the run is repeated with the
-arithmetic; "ready" shows only when everything shown is of the controls' values. Without a
-running event loop (tests, scripts) that happens at once.
+slowdown, the server shards and the network bandwidth (`pslab.notebook.controls`). Its plots
+(timeline, loss and accuracy against time, staleness or, in sync mode, each worker's time
+split) are drawn by the browser from the runs' data (`BrowserFigure`): a slider step sends a
+few kB of numbers, not a PNG, and a hover on a block shows its worker, kind, step, start, end,
+shard and why it waited; a busy region zooms (drag or wheel; double-click: the whole run).
+At 1024x768 with the file browser open the controls (two columns), the timeline and the loss
+curve share one screen, the captions and numbers under them. While a slider moves, each value
+runs the clock only (`numerics=False`) and redraws the timeline at once; the loss curve and the
+numbers fade until the sliders have been still for `settle_delay` seconds and the run is
+repeated with the arithmetic; "ready" shows only when everything shown is of the controls'
+values. Without a running event loop (tests, scripts) that happens at once. Matplotlib draws
+the static picture a saved notebook keeps (`pslab.liveview.snapshot_of`).
 """
 from __future__ import annotations
 
@@ -24,14 +27,21 @@ import html
 import math
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import ipywidgets as W
 
+from .browser_figure import BrowserFigure
+from .browser_plots import (CURVES_LAYOUT, curves, side_layout, side_legend, side_panel,
+                            timeline_layout, timeline_legend, timeline_panel, timeline_rows)
+from .livefigure import nice_ceiling
+from .liveruns import LiveRuns
 from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_per_s, preset,
-                       single_thread, summary)  # noqa: F401 - single_thread: public here too
+                       single_thread, snapshot_of, summary)  # noqa: F401 - public here too
+from ..drawing.timeline_plot import shard_label
 from .progress import Progress, sweep, table, widget_bundle  # noqa: F401 - public here too
-from ..checks import number
+from .controls import (BANDWIDTHS, CONTROLS, HELP, LR_VALUES, check_settle_delay,  # noqa: F401
+                       within)  # (public here too: pslab.nas.live and the tests use them)
 from ..result import Run
 from .explain import why_html
 
@@ -39,60 +49,6 @@ _widget_bundle = widget_bundle  # its old name here (pslab.nas.live imports it)
 
 __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "PRESETS"]
 
-# Log-scale sliders step through round numbers (1, 2, 5 per decade), so that a preset's value
-# (lr 0.5, 100 kB/s) is exactly a slider position and the front end never rounds it.
-LR_VALUES = tuple(m * 10.0 ** e for e in range(-3, 2) for m in (1, 2, 5) if m * 10.0 ** e <= 10)
-BANDWIDTHS = tuple(m * 10.0 ** e for e in range(3, 9) for m in (1, 2, 5) if m * 10.0 ** e <= 1e8)
-
-
-def _options(values: tuple[float, ...], start: float, fmt: Any) -> list[tuple[str, float]]:
-    """(label, value) pairs for a SelectionSlider; `start` is added if it is off the grid."""
-    values = tuple(sorted(set(values) | {float(start)}))
-    show = fmt.format if isinstance(fmt, str) else fmt
-    return [(show(round(v, 12)), v) for v in values]
-
-
-# name -> widget factory (taking the starting value); the names are Settings fields
-def _int_slider(name: str, description: str) -> Callable[[Any], W.IntSlider]:
-    low, high = RANGES[name]  # the ranges Settings checks, so a preset always fits its slider
-    return lambda v: W.IntSlider(v, min=low, max=high, description=description)
-
-
-def _accumulate(s: Settings) -> W.ValueWidget:
-    """1-8, or, when the work is fixed (figure 001), the k that divide it: same total work."""
-    if s.minibatches is None:
-        return _int_slider("accumulate", "accumulate")(s.accumulate)
-    return W.SelectionSlider(options=s.accumulations(), value=s.accumulate,
-                             description="accumulate")
-
-
-# name -> widget factory (taking the starting settings); the names are Settings fields
-CONTROLS: dict[str, Callable[[Settings], W.ValueWidget]] = {
-    "workers": lambda s: _int_slider("workers", "workers")(s.workers),
-    "accumulate": _accumulate,
-    "lr": lambda s: W.SelectionSlider(options=_options(LR_VALUES, s.lr, "{:g}"), value=s.lr,
-                                      description="learning rate"),
-    "mode": lambda s: W.Dropdown(options=list(MODES), value=s.mode, description="mode"),
-    "ssp": lambda s: _int_slider("ssp", "SSP s")(s.ssp),
-    "slowdown": lambda s: W.FloatSlider(s.slowdown, min=SLOWDOWN[0], max=SLOWDOWN[1],
-                                        step=0.25, readout_format=".2f",
-                                        description="straggler ×"),
-    "shards": lambda s: _int_slider("shards", "shards")(s.shards),
-    "bandwidth": lambda s: W.SelectionSlider(
-        options=_options(BANDWIDTHS, s.bandwidth, bytes_per_s), value=s.bandwidth,
-        description="bandwidth"),
-}
-HELP = {
-    "workers": "GPU workers, each with its own data slice",
-    "accumulate": "minibatches per push (gradient accumulation, figure 001)",
-    "lr": "SGD step size α in w ← w − α·∂L/∂w",
-    "mode": "sync: barrier, one averaged update; async: each push applied as it comes; "
-            "SSP: async, but no worker more than s steps ahead of the slowest",
-    "ssp": "the staleness bound s of SSP(s)",
-    "slowdown": "how many times slower G0 (the straggler of figure 000) computes",
-    "shards": "server shards: each has its own link and updates in parallel",
-    "bandwidth": "bytes per second of each shard's link",
-}
 PLOTS = ("timeline", "training", "staleness")
 
 
@@ -104,7 +60,8 @@ class Dashboard:
     before the loss curve is recomputed with the arithmetic (None: after every change).
 
     Headless use (tests): `dash.controls["workers"].value = 5` re-simulates at once;
-    `dash.run`, `dash.settings`, `dash.images[...]` and `dash.view` show the result.
+    `dash.run`, `dash.settings`, `dash.figures[...]` (the data drawn) and `dash.view` show the
+    result.
     """
 
     latest: "Dashboard | None" = None  # the dashboard made last (for a look from outside)
@@ -116,7 +73,7 @@ class Dashboard:
         self.preset = preset_name
         self._fixed = start  # the fields no control changes
         self.settle_delay = settle_delay
-        self.view = View(start)
+        self.view = LiveRuns(start)
         self.controls: dict[str, W.ValueWidget] = {}
         for name, make in CONTROLS.items():
             c = make(start)
@@ -127,16 +84,15 @@ class Dashboard:
             c.tooltip = HELP[name]
             c.add_class(f"pslab-{name}")
             self.controls[name] = c
-        # An image is as wide as its box and never wider than its pixels; the box keeps the
-        # picture's aspect ratio, so nothing shifts while a new PNG arrives.
-        size = {n: getattr(self.view, n).figure.canvas.get_width_height(physical=True)
-                for n in PLOTS}
-        self.images = {n: W.Image(format="png", layout=W.Layout(
-            width="100%", height="auto", max_width=f"{size[n][0]}px", margin="0"))
-            for n in PLOTS}
+        # Drawn by the browser from the runs' data (hover: a block's details; drag or wheel:
+        # zoom), as wide as their boxes; their heights fit one screen at 1024x768.
+        self.figures = {"timeline": BrowserFigure(timeline_layout(start.palette)),
+                        "training": BrowserFigure(CURVES_LAYOUT),
+                        "staleness": BrowserFigure(side_layout(start.mode == "sync"))}
+        for n, fig in self.figures.items():
+            fig.layout = W.Layout(width="auto", min_width="0", margin="0")
+            fig.add_class(f"pslab-{n}")
         self.captions = {n: W.HTML() for n in PLOTS}
-        for n in PLOTS:
-            self.images[n].add_class(f"pslab-{n}")
         self.status = W.HTML()
         self.status.add_class("pslab-status")
         self.numbers = W.HTML()
@@ -155,20 +111,19 @@ class Dashboard:
         # The timeline and the loss curve straight under the controls, their captions under
         # them: ~500 px of notebook at 1024x768 hold controls + timeline + loss curve. The side
         # panel (caption above it) sits beside the loss curve where the page is wide.
-        side = W.VBox([self.captions["staleness"], self.images["staleness"]], layout=W.Layout(
-            flex=f"1 1 {min(size['staleness'][0], 360)}px", min_width="0", margin="0 4px 0 0",
-            max_width=f"{size['staleness'][0]}px", overflow="hidden"))
+        side = W.VBox([self.captions["staleness"], self.figures["staleness"]], layout=W.Layout(
+            flex="1 1 360px", min_width="0", margin="0 4px 0 0", max_width="560px",
+            overflow="hidden"))
         wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
         # one under the other in a projector's cell, side by side on a page twice as wide
         for n in ("timeline", "training"):
-            self.images[n].layout.width = "auto"
-            self.images[n].layout.flex = f"1 1 {size[n][0] - 100}px"
-        plots = W.HBox([self.images["timeline"], self.images["training"]],
+            self.figures[n].layout.flex = "1 1 480px"
+        plots = W.HBox([self.figures["timeline"], self.figures["training"]],
                        layout=W.Layout(flex_flow="row wrap", width="100%",
                                        align_items="flex-start"))
         texts = W.VBox([self.captions["timeline"], self.captions["training"], self.numbers,
-                        self.why], layout=W.Layout(flex=f"1 1 {size['training'][0] // 2}px",
-                                                   min_width="0", margin="0 4px 0 0"))
+                        self.why], layout=W.Layout(flex="1 1 300px", min_width="0",
+                                                   margin="0 4px 0 0"))
         self.widget = W.VBox([W.HBox([left, right], layout=wrap), self.status, plots,
                               W.HBox([texts, side], layout=wrap), self.code],
                              layout=W.Layout(width="100%", max_width="1200px"))
@@ -248,10 +203,18 @@ class Dashboard:
     def _refresh(self) -> None:
         s = self.settings
         self.controls["ssp"].disabled = s.mode != "SSP"
-        pngs = self.view.show(s)
-        for name, png in pngs.items():
-            if self.images[name].value != png:
-                self.images[name].value = png
+        if self.view.step(s):  # the clock moved (not only lr): new timeline and side panel
+            run, palette = self.view.run, s.palette
+            rows = timeline_rows(run, palette, shard_label)
+            self.figures["timeline"].show(
+                [timeline_panel(run, palette, rows, nice_ceiling(run.makespan * 1.02))],
+                timeline_legend(palette))
+            side = self.figures["staleness"]
+            layout = side_layout(run.mode == "sync")
+            if side.layout_spec != layout:
+                side.layout_spec = layout
+            split = self.view.shares() if run.mode == "sync" else None
+            side.show([side_panel(run, palette, split)], side_legend(run.mode == "sync", palette))
         self._write_text(settled=False)
 
     def _cancel_settle(self) -> None:
@@ -281,9 +244,8 @@ class Dashboard:
         self._cancel_settle()
         try:
             t0 = time.perf_counter()
-            png = self.view.settle(progress=lambda text: self._set_status("busy", text + "…"))
-            if self.images["training"].value != png:
-                self.images["training"].value = png
+            if self.view.settle(progress=lambda text: self._set_status("busy", text + "…")):
+                self.figures["training"].show(*curves(*self.view.curves()))
             self.settle_ms.append((time.perf_counter() - t0) * 1000)
             self._write_text(settled=True)
         except Exception as exc:
@@ -312,7 +274,7 @@ class Dashboard:
                 "overflow-wrap:normal;word-break:keep-all'>"
                 + html.escape(text).replace("\n", "<br>") + "</div>")
         # the loss curve and the numbers fade while they show older settings than the timeline
-        for part in (self.images["training"], self.numbers, self.why):
+        for part in (self.figures["training"], self.numbers, self.why):
             part.layout.opacity = "1" if settled else "0.45"
         if not settled:  # while a slider moves, send the browser only what it must redraw
             return
@@ -342,7 +304,7 @@ class Dashboard:
         # Deterministic text (nbval compares it) and a static picture for readers without a
         # kernel (GitHub, an untrusted notebook): the widget view is preferred where it works.
         bundle["text/plain"] = f"pslab dashboard ({self.preset}): {describe(self.view.run)}"
-        bundle["image/png"] = base64.b64encode(self.view.snapshot()).decode("ascii")
+        bundle["image/png"] = base64.b64encode(snapshot_of(self.view)).decode("ascii")
         return bundle
 
     def __repr__(self) -> str:
@@ -391,24 +353,3 @@ def setup() -> None:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
         set_matplotlib_formats("png", metadata={"Software": None})
-
-
-def check_settle_delay(seconds: Any) -> None:
-    """None (settle at once) or seconds of quiet before the slow path; a minute at most."""
-    if seconds is not None:
-        number("settle_delay (seconds)", seconds, high=60)
-
-
-def within(name: str, control: W.ValueWidget, value: Any) -> None:
-    """Refuse a value the control cannot show (a slider would clamp it without a word)."""
-    if isinstance(control, (W.IntSlider, W.FloatSlider)):
-        kind = int if isinstance(control, W.IntSlider) else (int, float)
-        ok = isinstance(value, kind) and not isinstance(value, bool) and \
-            control.min <= value <= control.max
-        allowed = f"a number from {control.min} to {control.max}"
-    else:
-        options = [o[1] if isinstance(o, tuple) else o for o in getattr(control, "options", ())]
-        ok = any(o == value and isinstance(o, bool) == isinstance(value, bool) for o in options)
-        allowed = f"one of {', '.join(map(repr, options))}"  # (True == 1.0 is not a choice)
-    if not ok:
-        raise ValueError(f"{name} must be {allowed} (got {value!r})")
