@@ -218,3 +218,12 @@ class Columns:
             pick &= names % NAMES == self._note[note]
         # summed in span order, as timeline.total's sum() does, so the float is the same
         return float(sum((rows[pick, END] - rows[pick, START]).tolist()))
+
+    def arrays(self) -> dict:
+        """The spans as whole arrays, for readers that draw them all (the browser timeline):
+        worker, shard, micro (-1 for None), kind and note (codes into `kinds`, `notes`), step,
+        start, end."""
+        step, micro, worker, shard, kind, note = self._fields()
+        rows = self._table()
+        return dict(worker=worker - 1, shard=shard - 1, micro=micro - 1, kind=kind, note=note,
+                    step=step, start=rows[:, START].copy(), end=rows[:, END].copy())

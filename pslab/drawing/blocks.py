@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..columns import WIDTH, Columns
+from ..columns import Columns
 from ..result import Run
 
 FIELDS = ("worker", "shard", "kind", "step", "note", "start", "end")
@@ -24,12 +24,11 @@ def span_arrays(run: Run) -> dict[str, np.ndarray]:
         return {f: np.zeros(0, dtype=float if f in ("start", "end") else
                             str if f in ("kind", "note") else int) for f in FIELDS}
     if isinstance(timeline, Columns):
-        rows = np.frombuffer(timeline.rows, dtype=float).reshape(-1, WIDTH)
+        cols = timeline.arrays()
         notes = np.array(["" if n is None else n for n in timeline.notes])
-        return dict(worker=rows[:, 0].astype(int), shard=rows[:, 1].astype(int),
-                    kind=np.array(timeline.kinds)[rows[:, 2].astype(int)],
-                    step=rows[:, 3].astype(int), note=notes[rows[:, 5].astype(int)],
-                    start=rows[:, 6].copy(), end=rows[:, 7].copy())
+        return dict(worker=cols["worker"], shard=cols["shard"],
+                    kind=np.array(timeline.kinds)[cols["kind"]], step=cols["step"],
+                    note=notes[cols["note"]], start=cols["start"], end=cols["end"])
     worker, shard, kind, start, end, step, _, note = (list(c) for c in zip(*timeline))
     return dict(worker=np.array([-1 if x is None else x for x in worker]),
                 shard=np.array([-1 if x is None else x for x in shard]),
