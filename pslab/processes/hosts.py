@@ -3,7 +3,8 @@ real (figure 000's server and workers on separate hosts), without leaving this o
 
 `Hosts(3, bandwidth=8e6)` makes three Linux network namespaces, each a host with its own
 address (10.77.x.1, .2, ...) on a veth link to one bridge, every link shaped by a token bucket
-(`tc tbf`) to `bandwidth` bits per second in both directions. `hosts.run(i, cmd)` starts a
+(`tc tbf`) to `bandwidth` bits per second in both directions (or one rate per host, None for a
+link left at the veth's own speed: a worker's link in the timing model's terms). `hosts.run(i, cmd)` starts a
 command on host i. Leaving the `with` block — normally, on an error or on Ctrl-C — kills what
 was started and removes every namespace, link and the bridge. It needs root (CAP_NET_ADMIN):
 elsewhere it says so at once (`HostsUnavailable`). Latency is what a veth link gives (tens of
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..checks import integer, number
+from ..checks import integer, number, one_of
 
 PREFIX = "pslab"  # every namespace, link and bridge made here starts with it
 SUBNET = "10.77"  # host i of run k: 10.77.k.(i+1)
@@ -59,9 +60,10 @@ def leftovers() -> list[str]:
 class Hosts:
     """H hosts (network namespaces) with shaped links; a context manager that cleans up."""
 
-    def __init__(self, count: int, bandwidth: float = 8e6):
+    def __init__(self, count: int, bandwidth: float | Sequence[float | None] = 8e6):
         self.count = integer("count (hosts)", count, low=2, high=MOST_HOSTS)
-        self.bandwidth = number("bandwidth (bits per second)", bandwidth, low=1e5, high=1e11)
+        self.rates = _rates(bandwidth, self.count)
+        self.bandwidth = bandwidth
         self.tag = f"{PREFIX}{os.getpid() % 100000}"  # one per run: concurrent runs never collide
         self.procs: list[subprocess.Popen] = []
         self.addresses: list[str] = []
@@ -96,13 +98,20 @@ class Hosts:
         self._ip("-n", ns, "addr", "add", f"{address}/24", "dev", "eth0")
         self._ip("-n", ns, "link", "set", "eth0", "up")
         self._ip("-n", ns, "link", "set", "lo", "up")
-        rate = f"{int(self.bandwidth)}bit"
-        burst = f"{max(16 * 1024, int(self.bandwidth / 8 / 100))}b"  # 10 ms of the rate
+        if self.rates[i] is not None:
+            self._shape(ns, outside, self.rates[i])
+        self.addresses.append(address)
+
+    def _shape(self, ns: str, outside: str, bits: float) -> None:
+        rate = f"{int(bits)}bit"
+        # The bucket holds 2 ms of the rate (at least two full frames): a bucket as large as a
+        # message would let a whole message through at the veth's own speed after each pause,
+        # and a 10 KB weights message would then cost no time at all.
+        burst = f"{max(1600, int(bits / 8 * 0.0005))}b"
         shape = ["qdisc", "add", "dev", "eth0", "root", "tbf", "rate", rate, "burst", burst,
-                 "latency", "50ms"]
+                 "latency", "200ms"]
         _run(["ip", "netns", "exec", ns, "tc", *shape])  # out of the host
         _run(["tc", *shape[:3], outside, *shape[4:]])  # into the host
-        self.addresses.append(address)
 
     def _free_subnet(self) -> str:
         used = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
@@ -166,6 +175,17 @@ class Hosts:
         _run(["ip", *args])
 
 
+def _rates(bandwidth, count: int) -> list[float | None]:
+    """Bits per second of each host's link (None: not shaped, the veth's own speed)."""
+    name = "bandwidth (bits per second)"
+    if isinstance(bandwidth, (list, tuple)):
+        if len(bandwidth) != count:
+            raise ValueError(f"{name} must be one number, or one per host ({count}; None for "
+                             f"a link left unshaped) (got {bandwidth!r})")
+        return [None if b is None else number(name, b, low=1e5, high=1e11) for b in bandwidth]
+    return [number(name, bandwidth, low=1e5, high=1e11)] * count
+
+
 def _run(cmd: list[str]) -> None:
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
@@ -174,25 +194,34 @@ def _run(cmd: list[str]) -> None:
 
 def torchrun_across(hosts: Hosts, out: str | Path, shards: int = 1, mode: str = "sync",
                     steps: int = 6, timeout: float = 10.0, time_scale: float = 0.01,
-                    port: int = 29500, extra: Sequence[str] = ()) -> list[subprocess.Popen]:
+                    port: int = 29500, extra: Sequence[str] = (), launcher: str = "torchrun"
+                    ) -> list[subprocess.Popen]:
     """Start one pslab run across the hosts under torchrun, one rank per host: shards on hosts
     0..shards-1 (figure 000's server), workers on the rest. Returns the torchrun processes
     (each writes its reports into `out`, a folder every host sees: they share this machine's
-    files); `pslab.processes.load_run(out)` reads the run once they are done."""
+    files); `pslab.processes.load_run(out)` reads the run once they are done.
+    launcher="direct": each host runs the rank itself with the variables torchrun would set
+    (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the same run without torchrun's agent
+    processes, half the Pythons to start (the measured-vs-simulated cases use it)."""
     shards = integer("shards", shards, high=hosts.count - 1)
+    one_of("launcher", launcher, ("torchrun", "direct"))
     workers = hosts.count - shards
     torchrun = Path(sys.executable).with_name("torchrun")
     master = str(ipaddress.ip_address(hosts.addresses[0]))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
     procs = []
     for r, address in enumerate(hosts.addresses):
-        cmd = [str(torchrun), "--nnodes", str(hosts.count), "--nproc-per-node", "1",
-               "--node-rank", str(r), "--rdzv-backend", "static", "--master-addr", master,
-               "--master-port", str(port), "-m", "pslab.processes",
-               "--shards", str(shards), "--workers", str(workers), "--mode", mode,
-               "--steps", str(steps), "--timeout", str(timeout),
-               "--time-scale", str(time_scale), "--address", address, "--out", str(out),
-               *extra]
+        rank = ["--shards", str(shards), "--workers", str(workers), "--mode", mode,
+                "--steps", str(steps), "--timeout", str(timeout), "--time-scale",
+                str(time_scale), "--address", address, "--out", str(out), *extra]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if launcher == "torchrun":
+            cmd = [str(torchrun), "--nnodes", str(hosts.count), "--nproc-per-node", "1",
+                   "--node-rank", str(r), "--rdzv-backend", "static", "--master-addr", master,
+                   "--master-port", str(port), "-m", "pslab.processes", *rank]
+        else:
+            cmd = [sys.executable, "-m", "pslab.processes", *rank]
+            env.update(RANK=str(r), WORLD_SIZE=str(hosts.count), MASTER_ADDR=master,
+                       MASTER_PORT=str(port), LOCAL_RANK="0")
         procs.append(hosts.run(r, cmd, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True))
     return procs
@@ -211,10 +240,12 @@ def wait_all(procs: list[subprocess.Popen], seconds: float) -> list[int | None]:
 
 def run_across(hosts: int = 3, bandwidth: float = 8e6, shards: int = 1, mode: str = "sync",
                steps: int = 6, timeout: float = 10.0, time_scale: float = 0.01,
-               out: str | Path | None = None):
+               out: str | Path | None = None, extra: Sequence[str] = (),
+               launcher: str = "torchrun"):
     """One call: make `hosts` hosts with links of `bandwidth` bits/s, run pslab across them
     under torchrun (shards on the first hosts, workers on the rest), remove everything, and
-    return the measured Run. Raises HostsUnavailable where namespaces cannot be made (not root),
+    return the measured Run (extra: more of `python -m pslab.processes`'s options, e.g.
+    ["--transfers", "wire"]). Raises HostsUnavailable where namespaces cannot be made (not root),
     and RuntimeError with the ranks' last words when a rank fails."""
     import tempfile
 
@@ -223,7 +254,8 @@ def run_across(hosts: int = 3, bandwidth: float = 8e6, shards: int = 1, mode: st
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="pslab-hosts-"))
     with Hosts(hosts, bandwidth) as made:
         procs = torchrun_across(made, folder, shards=shards, mode=mode, steps=steps,
-                                timeout=timeout, time_scale=time_scale)
+                                timeout=timeout, time_scale=time_scale, extra=extra,
+                                launcher=launcher)
         codes = wait_all(procs, 3 * timeout + steps * 10 * time_scale + 120)
         if any(c != 0 for c in codes):
             words = [p.stdout.read()[-600:] if p.poll() is not None else "(still running)"

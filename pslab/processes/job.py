@@ -61,7 +61,8 @@ class Job:
                     seed=self.seed, numerics=True, hidden=self.hidden,
                     staleness_lr=self.staleness_lr, backend="processes",
                     time_scale=o.time_scale, timeout=o.timeout, address=o.address,
-                    start_method=o.start_method, kill=dict(o.kill), hang=dict(o.hang))
+                    start_method=o.start_method, kill=dict(o.kill), hang=dict(o.hang),
+                    transfers=o.transfers)
 
 
 def make_job(policy: Policy, config: dict[str, Any], options: Options) -> Job:

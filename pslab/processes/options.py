@@ -16,8 +16,9 @@ from ..checks import integer, number, one_of
 
 LOOPBACK = "127.0.0.1"  # the literal, never "localhost": c10d may try IPv6 for a name
 START_METHODS = ("forkserver", "spawn")
+TRANSFERS = ("model", "wire")
 DEFAULTS = dict(time_scale=0.01, timeout=10.0, address=LOOPBACK, start_method="forkserver",
-                kill=None, hang=None)
+                kill=None, hang=None, transfers="model")
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,12 @@ class Options:
     with an error (gloo's own default is 30 minutes). address: the IPv4/IPv6 address the
     processes meet on (loopback unless asked). start_method: how processes start.
     kill / hang: {worker: step}: that worker process kills itself (SIGKILL) / stops responding
-    when it reaches that step, to see what each mode does with a fault."""
+    when it reaches that step, to see what each mode does with a fault.
+    transfers: "model" (a shard holds its link for the timing model's transfer time, scaled,
+    on top of what the real message takes: the timeline looks like the simulated one) or
+    "wire" (no such wait: a transfer takes what the network takes, drawn from the moment the
+    sender sent it to the moment it arrived; compute and updates still sleep the model's
+    times, scaled). "wire" is how a run across shaped links is compared with the simulation."""
 
     time_scale: float = DEFAULTS["time_scale"]
     timeout: float = DEFAULTS["timeout"]
@@ -35,6 +41,11 @@ class Options:
     start_method: str = "forkserver"
     kill: dict[int, int] = field(default_factory=dict)
     hang: dict[int, int] = field(default_factory=dict)
+    transfers: str = "model"
+
+    @property
+    def wire(self) -> bool:
+        return self.transfers == "wire"
 
     @property
     def loopback(self) -> bool:
@@ -70,7 +81,8 @@ def check_options(backend: str, workers: int, steps: int, shards: int = 1,
                    address=_address(v["address"]),
                    start_method=one_of("start_method", v["start_method"], START_METHODS),
                    kill=check_faults("kill", v["kill"], workers, steps),
-                   hang=check_faults("hang", v["hang"], workers, steps))
+                   hang=check_faults("hang", v["hang"], workers, steps),
+                   transfers=one_of("transfers", v["transfers"], TRANSFERS))
 
 
 def _address(value: Any) -> str:

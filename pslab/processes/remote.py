@@ -39,22 +39,36 @@ class RemoteServer:
         self.answer: list = [None] * job.num_shards  # the irecv of each shard's next answer
         self.fetched = [0] * job.num_shards  # version of the keys last pulled
         self.step, self.last = 0, False
+        self.wire = job.options.wire  # draw each fetch as the wire timed it (see pull)
+        self.now: Callable[[], float] = lambda: 0.0  # the run's clock, once it is agreed
+        self.fetches: list[Span] = []  # wire: fetch spans drawn here, for the worker's report
+
+    def ask(self) -> None:
+        """The first fetch: ask every shard at once (as the simulation's fetches start
+        together); later fetches are the answers to the pushes."""
+        for shard, answer in enumerate(self.answer):
+            if answer is None:
+                self.post(shard, pack(self.outbox[shard], PULL, self.step, 0), answer=True)
 
     def pull(self, shard: int) -> tuple[int, torch.Tensor]:
-        if self.answer[shard] is None:  # the first fetch: ask
+        if self.answer[shard] is None:  # not asked yet (ask() asks every shard at once)
             self.post(shard, pack(self.outbox[shard], PULL, self.step, 0), answer=True)
         self.settle(shard)
         self.answer[shard].wait()
         self.answer[shard] = None
-        self.fetched[shard] = header(self.inbox[shard]).version
+        got = header(self.inbox[shard])
+        if self.wire:  # from the shard's send to now: what the network took
+            self.fetches.append(Span(None, shard, "fetch", got.sent, self.now(), got.step))
+        self.fetched[shard] = got.version
         return self.fetched[shard], payload(self.inbox[shard])
 
     def push(self, shard: int, grad: torch.Tensor) -> bool:
         """Send the gradient slice; False: whether it completed an update is the shard's to
         say (it reports every update it applies)."""
         kind = LAST if self.last else PUSH
+        self.settle(shard)  # the outbox is about to be reused: stamp it once it is free
         self.post(shard, pack(self.outbox[shard], kind, self.step, self.fetched[shard],
-                              grad.cpu()), answer=not self.last)
+                              grad.cpu(), sent=self.now()), answer=not self.last)
         return False
 
     def post(self, shard: int, outgoing: torch.Tensor, answer: bool) -> None:
@@ -95,12 +109,16 @@ class WorkerProcess:
     def run(self, now: Callable[[], float]) -> None:
         job, w, worker, server = self.job, self.w, self.worker, self.server
         scale, k = job.options.time_scale, job.accumulate
+        server.now = now
         for step in range(job.start_step, job.steps):
             fault(job, w, step)
             server.step = step
+            server.ask()
             for s in range(job.num_shards):
                 worker.fetch(server, s)
-            spans, t = [], now()
+            spans = [f._replace(worker=w) for f in server.fetches]  # wire: the fetches
+            server.fetches.clear()
+            t = now()
             for micro in range(k):
                 seconds = job.durations[w][step * k + micro] * scale
                 if seconds:

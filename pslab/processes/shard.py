@@ -71,11 +71,12 @@ class Shard:
         try:
             while True:
                 dist.recv(buf, src=rank)
-                kind, step, version = header(buf)
+                arrived = self.now()
+                kind, step, version, sent = header(buf)
                 if kind == PULL:
                     self.reply(w, rank, step, buf)
                     continue
-                seq = self.take(w, step, version, payload(buf))
+                seq = self.take(w, step, version, payload(buf), (sent, arrived))
                 if kind == LAST:
                     return
                 if seq is not None:  # a dropped push (a backup worker's late one) waits not
@@ -88,11 +89,13 @@ class Shard:
                 self.finished += 1
                 self.state.notify_all()
 
-    def take(self, w: int, step: int, version: int, grad) -> int | None:
+    def take(self, w: int, step: int, version: int, grad, wire: tuple[float, float]
+             ) -> int | None:
         """The push arrives over the link, then goes to the server (in clock order for sync).
         Returns its number among the pushes the server took (None: dropped, its round was
-        already complete: with backup workers, the late pushes)."""
-        a, b = self.hold_link(self.job.transfer[self.index])
+        already complete: with backup workers, the late pushes). wire: when the worker sent
+        it and when it arrived: the push's span with transfers="wire"."""
+        a, b = wire if self.job.options.wire else self.hold_link(self.job.transfer[self.index])
         self.arrived[w] = step + 1
         order, policy = self.job.order, self.job.policy
         with self.state:
@@ -145,12 +148,15 @@ class Shard:
             self.wait(may_go)
 
     def reply(self, w: int, rank: int, step: int, buf) -> None:
-        """Answer with the shard's weights: this is the worker's fetch."""
-        a, _ = self.hold_link(self.job.transfer[self.index])
+        """Answer with the shard's weights: this is the worker's fetch. With transfers="wire"
+        the worker draws it (it alone knows when the weights arrived)."""
+        wire = self.job.options.wire
+        a = self.now() if wire else self.hold_link(self.job.transfer[self.index])[0]
         with self.state:
             version, keys = self.server.pull(self.index)
-        dist.send(pack(buf, REPLY, step, version, keys), dst=rank)  # returns once received
-        self.report.hold("spans", [Span(w, self.index, "fetch", a, self.now(), step)])
+        dist.send(pack(buf, REPLY, step, version, keys, sent=a), dst=rank)
+        if not wire:  # model: the link was held for the model's time, then the send returned
+            self.report.hold("spans", [Span(w, self.index, "fetch", a, self.now(), step)])
 
     # --- helpers -------------------------------------------------------------------------
     def hold_link(self, virtual_seconds: float) -> tuple[float, float]:

@@ -38,17 +38,36 @@ def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
                                 ("time-scale", float, 0.01), ("timeout", float, 10.0),
                                 ("address", str, "127.0.0.1")):
         p.add_argument(f"--{name}", type=kind, default=default)
+    p.add_argument("--transfers", default="model", help="model (sleep the timing model's "
+                   "transfer times) or wire (a transfer takes what the network takes)")
+    p.add_argument("--cluster", default="{}", help="the timing model: Cluster's arguments as "
+                   "JSON, e.g. '{\"compute_time\": 0.03, \"speeds\": [1, 0.5]}'")
     p.add_argument("--out", required=True, help="folder for this run's report files")
     a = p.parse_args(argv)
     mode = parse_mode(a.mode)
     shards = int(a.shards) if a.shards.isdigit() else a.shards
     options = check_options("processes", a.workers, a.steps, time_scale=a.time_scale,
-                            timeout=a.timeout, address=a.address)
+                            timeout=a.timeout, address=a.address, transfers=a.transfers)
     config = dict(workers=a.workers, accumulate=a.accumulate, lr=a.lr, batch=a.batch,
                   steps=a.steps, shards=shards, seed=a.seed, hidden=a.hidden)
+    return make_job(policy_for(mode), dict(config, cluster=cluster_from(a.cluster)),
+                    options), Path(a.out)
+
+
+def cluster_from(text: str):
+    """The Cluster a --cluster JSON object describes (plain data, checked as typed in)."""
     from ..cluster import Cluster
 
-    return make_job(policy_for(mode), dict(config, cluster=Cluster()), options), Path(a.out)
+    try:
+        values = json.loads(text)
+    except ValueError:
+        values = None
+    if not isinstance(values, dict):
+        raise Usage(f"--cluster must be a JSON object of Cluster's arguments (got {text!r})")
+    try:
+        return Cluster(**values)
+    except TypeError as error:  # an argument Cluster does not have
+        raise Usage(f"--cluster: {error}") from None
 
 
 def _usage(message: str):

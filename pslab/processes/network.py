@@ -1,0 +1,192 @@
+"""Measured across hosts vs simulated (issue 21): how far figure 000's and 001's timelines, and
+the shards sweep, are from real processes on shaped links.
+
+Each case runs twice with one timing model. Measured: one process per host (shards on their own
+hosts behind links shaped to `bandwidth`, workers on unshaped hosts: the Cluster's picture, where
+only a shard's link costs time), `transfers="wire"` (a transfer takes what the link takes), the
+compute the Cluster's time slept for real. Simulated: `pslab.train` with the same Cluster, whose
+latency and bandwidth come from `calibrate` on the same kind of link. Per case: makespan, per-step
+time, waiting (idle and transfers) and staleness both ways, and the error of the per-step time.
+
+Per-step time = (end of the run - start of its first transfer) / steps: the measured run's time
+zero is a broadcast the processes leave at slightly different moments, and its first fetch is
+preceded by a request (PULL) the simulation has no counterpart of.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .calibrate import Link
+
+COMPUTE = 0.03  # seconds per minibatch: transfers of ~20 ms at 4 Mbit/s weigh as much
+BANDWIDTH = 4e6  # bits per second of a shard's link
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    mode: str = "sync"
+    workers: int = 2
+    shards: int = 1
+    accumulate: int = 1
+    speeds: tuple | None = None  # a straggler: (1, 1, 0.5)
+    group: str = ""  # the ranking compares the cases of one group
+
+    def settings(self) -> dict[str, Any]:
+        return dict(mode=self.mode, workers=self.workers, shards=self.shards,
+                    accumulate=self.accumulate)
+
+
+STRAGGLER = (1.0, 1.0, 0.5)
+CASES = (
+    Case("000 sync, straggler", "sync", 3, speeds=STRAGGLER, group="000"),
+    Case("000 async, straggler", "async", 3, speeds=STRAGGLER, group="000"),
+    Case("001 accumulate 1", accumulate=1, group="001"),
+    Case("001 accumulate 2", accumulate=2, group="001"),
+    Case("shards S=1", shards=1, group="shards"),
+    Case("shards S=2", shards=2, group="shards"),
+    Case("shards S=4", shards=4, group="shards"),
+)
+
+
+def timing(case: Case, link: Link) -> dict[str, Any]:
+    """The case's Cluster arguments: compute as set, the link as calibrated, no update cost
+    (the server's arithmetic takes ~0.1 ms for real, and is left to the measurement)."""
+    return dict(compute_time=COMPUTE, speeds=None if case.speeds is None else list(case.speeds),
+                latency=link.latency, bandwidth=link.bandwidth, update_time=0.0)
+
+
+def measure(case: Case, link: Link, steps: int, bandwidth: float):
+    """The case across hosts: S shard hosts behind shaped links, W unshaped worker hosts."""
+    from .hosts import run_across
+
+    s, w = case.shards, case.workers
+    return run_across(hosts=s + w, bandwidth=[bandwidth] * s + [None] * w, shards=s,
+                      mode=case.mode, steps=steps, time_scale=1.0, timeout=20.0,
+                      out=tempfile.mkdtemp(prefix="pslab-network-"), launcher="direct",
+                      extra=["--transfers", "wire", "--accumulate", str(case.accumulate),
+                             "--cluster", json.dumps(timing(case, link))])
+
+
+def simulate(case: Case, link: Link, steps: int):
+    """The case on the virtual clock, with the settings the measured ranks take by default
+    (python -m pslab.processes: lr 0.5, batch 32, seed 0, hidden 32)."""
+    from ..cluster import Cluster
+    from ..modes import policy_for
+    from ..simulate import make_layout, simulate as on_the_clock
+
+    policy = policy_for(case.mode)
+    config = dict(case.settings(), mode=policy.name, steps=steps, lr=0.5, batch=32, seed=0,
+                  hidden=32, numerics=True, staleness_lr=False,
+                  cluster=Cluster(**timing(case, link)))
+    return on_the_clock(policy, config, make_layout(case.shards, 32))
+
+
+def step_time(run) -> float:
+    start = min((s.start for s in run.timeline if s.kind in ("fetch", "push")), default=0.0)
+    return (run.makespan - start) / run.config["steps"]
+
+
+def waiting(run) -> float:
+    """Share of the workers' time not computing: idle plus transfers. The one split both
+    timelines draw alike: on the wire, waiting for a busy link is inside the transfer's span
+    (the packets queue in the shaper), where the simulation draws it as idle ("queue")."""
+    start = min((s.start for s in run.timeline if s.kind in ("fetch", "push")), default=0.0)
+    computing = sum(s.end - s.start for s in run.timeline if s.kind == "compute")
+    return 1 - computing / (run.config["workers"] * (run.makespan - start))
+
+
+def staleness(run) -> dict[int, float]:
+    """Share of pushes at each staleness (async: the pushes the server took)."""
+    counts = Counter(run.push_staleness)
+    total = sum(counts.values()) or 1
+    return {k: counts[k] / total for k in sorted(counts)}
+
+
+def distance(p: dict[int, float], q: dict[int, float]) -> float:
+    """Total variation distance of two distributions: 0 same, 1 disjoint."""
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in set(p) | set(q))
+
+
+@dataclass
+class Row:
+    case: Case
+    measured_step: float
+    simulated_step: float
+    measured_makespan: float
+    simulated_makespan: float
+    measured_waiting: float  # share of the workers' time not computing (see waiting())
+    simulated_waiting: float
+    measured_staleness: dict[int, float] = field(default_factory=dict)
+    simulated_staleness: dict[int, float] = field(default_factory=dict)
+    same_weights: bool | None = None  # sync: the measured run ends with the simulated weights
+
+    @property
+    def error(self) -> float:
+        """(simulated - measured) / measured of the per-step time."""
+        return self.simulated_step / self.measured_step - 1
+
+    @property
+    def per_minibatch(self) -> tuple[float, float]:
+        """Measured and simulated seconds per minibatch a worker computes: what the ranking
+        compares (accumulate 2 does twice the minibatches per step)."""
+        k = self.case.accumulate
+        return self.measured_step / k, self.simulated_step / k
+
+    def plain(self) -> dict[str, Any]:
+        return dict(name=self.case.name, **self.case.settings(), measured_step=self.measured_step,
+                    simulated_step=self.simulated_step, error=self.error,
+                    measured_makespan=self.measured_makespan,
+                    simulated_makespan=self.simulated_makespan,
+                    measured_waiting=self.measured_waiting,
+                    simulated_waiting=self.simulated_waiting,
+                    measured_staleness={str(k): v for k, v in self.measured_staleness.items()},
+                    simulated_staleness={str(k): v for k, v in self.simulated_staleness.items()},
+                    staleness_distance=distance(self.measured_staleness,
+                                                self.simulated_staleness),
+                    same_weights=self.same_weights)
+
+
+def compare_case(case: Case, link: Link, steps: int, bandwidth: float) -> Row:
+    from .measured import same_weights
+
+    m, s = measure(case, link, steps, bandwidth), simulate(case, link, steps)
+    return Row(case, step_time(m), step_time(s), m.makespan, s.makespan, waiting(m),
+               waiting(s), staleness(m), staleness(s),
+               same_weights(m, s) if case.mode == "sync" else None)
+
+
+def compare(link: Link, cases=CASES, steps: int = 12, bandwidth: float = BANDWIDTH) -> list[Row]:
+    """Every case measured and simulated (a case with the settings of one already run reuses
+    its runs: "001 accumulate 1" is "shards S=1")."""
+    done: dict[tuple, Row] = {}
+    rows = []
+    for case in cases:
+        key = (tuple(case.settings().items()), case.speeds)
+        if key not in done:
+            done[key] = compare_case(case, link, steps, bandwidth)
+        rows.append(Row(**dict(vars(done[key]), case=case)))
+    return rows
+
+
+def ranking(rows: list[Row]) -> dict[str, tuple[list[str], list[str]]]:
+    """Per group, the case names fastest first (seconds per minibatch), measured and
+    simulated."""
+    out = {}
+    for group in dict.fromkeys(r.case.group for r in rows):
+        mine = [r for r in rows if r.case.group == group]
+        out[group] = tuple([r.case.name for r in sorted(mine, key=lambda r: r.per_minibatch[i])]
+                           for i in (0, 1))
+    return out
+
+
+def summary(rows: list[Row]) -> dict[str, Any]:
+    errors = [abs(r.error) for r in rows]
+    ranks = ranking(rows)
+    return dict(median_error=statistics.median(errors), worst_error=max(errors),
+                ranking_same=all(m == s for m, s in ranks.values()), ranking=ranks)
