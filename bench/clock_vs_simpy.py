@@ -12,7 +12,6 @@ from typing import Any
 
 import pslab
 
-from . import c_clock
 from .peak_memory import added_peak_mb
 from .simpy_model import costs, simulate
 from .timing import measure, row
@@ -79,4 +78,4 @@ def rows(quick: bool) -> list[dict[str, Any]]:
                 **mem, "met": mem["added_mb"] <= GOAL_MB,
                 "goal": f"<= {GOAL_MB:g} MB added ({mem['added_mb']:.0f} MB: "
                         f"{mem['before_mb']:.0f} -> {mem['after_mb']:.0f})"})
-    return out + c_clock.rows(quick)  # what a compiled loop would give, checked the same way
+    return out

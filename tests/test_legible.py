@@ -23,13 +23,18 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 WIDGET = "application/vnd.jupyter.widget-view+json"  # dashboards: drawn in the browser
 
 
+def _measured(sim):
+    """A measured run stand-in (notebooks 06, 07): a simulated run labelled as measured."""
+    run = processes.scaled(sim, 0.02)
+    run.config = {**run.config, "backend": "processes"}
+    return run
+
+
 def _processes_stand_in():
     """Notebook 06's measured run, drawn by the same code: a simulated run labelled as
     measured (its time axis says so), so this test needs no processes."""
     sim = pslab.train("sync", workers=3, steps=10)
-    run = processes.scaled(sim, 0.02)
-    run.config = {**run.config, "backend": "processes"}
-    return sim, run
+    return sim, _measured(sim)
 
 
 def _straggler_pair():
@@ -69,6 +74,9 @@ CELLS = {
      '[runs[0].memory[0]] + [r.memory[0] for r in runs[2:]]\npslab.plot.memory_bars({"paper: '
      'Ψ = 7.5 B, N = 64, mixed Adam": paper, "our MLP: N = 4, fp32 SGD": ours})'): ["runs"],
     ("07_parameter_server_to_zero", "comm_bound.plot()"): ["comm_bound"],
+    ("07_parameter_server_to_zero", "pslab.plot.plot_zero_flow(runs[4])"): ["runs"],
+    ("07_parameter_server_to_zero", 'pslab.plot.compare(ddp, fsdp, labels=("all-reduce on PyTorch '
+     'DDP, 2 processes", "ZeRO-3 on PyTorch FSDP2, 2 processes"), stacked=True)'): ["fsdp, ddp"],
     ("00_start_here", "plot.plot_timeline(run)"): ["run"],
     ("01_data_parallel", "plot.plot_dataflow(run)"): ["run002"],
     ("01_data_parallel", "plot.plot_timeline(run)"): ["run002"],
@@ -102,6 +110,8 @@ CELLS = {
 }
 SETUP["run002"] = lambda: {"run": replay.figure002()}
 SETUP["sim, run"] = _processes_stand_in
+SETUP["fsdp, ddp"] = lambda: {name: _measured(pslab.train(mode, workers=2, steps=3))
+                              for name, mode in (("fsdp", pslab.ZeRO(3)), ("ddp", "allreduce"))}
 SETUP["straggler"] = lambda: dict(zip(("sync", "asyn"), _straggler_pair()))
 
 

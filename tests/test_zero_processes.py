@@ -49,6 +49,12 @@ def test_the_front_door_runs_collectives_on_pytorch_with_the_simulated_weights(
             assert torch.equal(real.weights[name], w), name
         else:
             assert torch.allclose(real.weights[name], w, rtol=0, atol=1e-6), name
+    # the history: the loss and test accuracy after each update, scored as the simulation does
+    assert [r.step for r in real.history] == [r.step for r in sim.history] == [0, 1, 2]
+    for a, b in zip(real.history, sim.history):
+        assert a.loss == pytest.approx(b.loss, rel=1e-5) and a.accuracy == pytest.approx(
+            b.accuracy, abs=1e-3)
+    assert not real.diverged
     start = pslab.train(workers=1, steps=1, seed=2, lr=1e-12)
     assert not torch.allclose(real.weights["W_h"], start.weights["W_h"], atol=1e-3)
     assert {(s.worker, s.step, s.kind) for s in real.timeline} >= {

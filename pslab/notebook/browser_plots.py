@@ -43,9 +43,10 @@ def timeline_layout(palette: str) -> dict[str, Any]:
         yinvert=True, zoom=True)]}
 
 
-def timeline_legend(palette: str) -> list[dict[str, Any]]:
+def timeline_legend(palette: str, runs: Sequence[Run] = ()) -> list[dict[str, Any]]:
+    """The legend's entries; with `runs`, ZeRO's collectives too where one of them has them."""
     return [{"colour": PALETTES[palette][k], "label": legend_label(k, palette)}
-            for k in legend_kinds(palette)]
+            for k in legend_kinds(palette, runs)]
 
 
 def timeline_panel(run: Run, palette: str, rows: Sequence[str], xmax: float) -> dict[str, Any]:

@@ -70,6 +70,18 @@ HELP = {
 }
 
 
+def dress(name: str, control: W.ValueWidget, tooltip: str) -> W.ValueWidget:
+    """A control as every dashboard shows it: live while dragged, two columns of them fit a
+    cell at 1024x768, its help on hover, and a class (`pslab-NAME`) the tests find it by."""
+    control.continuous_update = True
+    control.style = {"description_width": "88px"}
+    control.layout = W.Layout(width="auto", min_width="240px", max_width="380px",
+                              height="26px", margin="1px 2px")
+    control.tooltip = tooltip
+    control.add_class(f"pslab-{name}")
+    return control
+
+
 def check_settle_delay(seconds: Any) -> None:
     """None (settle at once) or seconds of quiet before the slow path; a minute at most."""
     if seconds is not None:

@@ -41,7 +41,7 @@ from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_p
 from ..drawing.timeline_plot import shard_label
 from .progress import Progress, sweep, table, widget_bundle  # noqa: F401 - public here too
 from .controls import (BANDWIDTHS, CONTROLS, HELP, LR_VALUES, check_settle_delay,  # noqa: F401
-                       within)  # (public here too: pslab.nas.live and the tests use them)
+                       dress, within)  # (public here too: pslab.nas.live and the tests use them)
 from ..result import Run
 from .explain import why_html
 
@@ -76,14 +76,7 @@ class Dashboard:
         self.view = LiveRuns(start)
         self.controls: dict[str, W.ValueWidget] = {}
         for name, make in CONTROLS.items():
-            c = make(start)
-            c.continuous_update = True
-            c.style = {"description_width": "88px"}
-            c.layout = W.Layout(width="auto", min_width="240px", max_width="380px",
-                                height="26px", margin="1px 2px")
-            c.tooltip = HELP[name]
-            c.add_class(f"pslab-{name}")
-            self.controls[name] = c
+            self.controls[name] = dress(name, make(start), HELP[name])
         # Drawn by the browser from the runs' data (hover: a block's details; drag or wheel:
         # zoom), as wide as their boxes; their heights fit one screen at 1024x768.
         self.figures = {"timeline": BrowserFigure(timeline_layout(start.palette)),

@@ -19,7 +19,6 @@ run.
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 from contextlib import nullcontext
@@ -30,7 +29,7 @@ import torch
 from ..checks import integer, number
 from ..data import Digits
 from ..files import load_tensors, save_tensors
-from ..model import NAMES, init_params
+from ..model import NAMES, init_params, score
 from ..result import Params, Run
 from ..timeline import Record, Span
 from .group import Member, group
@@ -109,7 +108,7 @@ def _train(wrap: str, workers: int, steps: int, seed: int, batch: int, lr: float
     config = dict(mode=mode, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, seed=seed, hidden=hidden, backend="processes")
     ends = [max(sp.end for sp in spans if sp.step == k) for k in range(steps)]
-    history = [Record(t, math.nan, math.nan, 0, k + 1, None, k) for k, t in enumerate(ends)]
+    history = [Record(t, *done.scores[k], 0, k + 1, None, k) for k, t in enumerate(ends)]
     return Run(config, sorted(spans, key=lambda sp: sp.start), history,
                {name: tensors[name] for name in NAMES}, max(sp.end for sp in spans))
 
@@ -129,6 +128,8 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
         wrapped = _wrap(model, wrap)
         opt = torch.optim.SGD(model.parameters(), lr=lr)
         member.say("ready")
+        dist.barrier()  # every process set up: the first step's all-gather waits for nobody
+        after: list = []
         for step in range(steps):
             member.starting(step)
             spans: list = []
@@ -141,7 +142,13 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
                 opt.step()
                 opt.zero_grad()
             member.finished(step, spans)
-        full = _full_weights(model, wrap)
+            # the whole weights after each update (FSDP2: a gather every rank joins, outside
+            # the timed step), scored after the last step, as the simulation's history is
+            full = _full_weights(model, wrap)
+            if rank == 0:
+                after.append({k: v.detach().clone() for k, v in full.items()})
+        if rank == 0:
+            member.say("scores", scores=[score(p, data) for p in after])
         if rank == 0:
             save_tensors(os.path.join(folder, "weights.safetensors"),
                          {k: full[k].detach().contiguous() for k in NAMES}, {})

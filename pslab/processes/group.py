@@ -51,6 +51,12 @@ class Member:
 
 def _entry(rank: int, target: Callable[..., None], folder: str, conn: Connection,
            faults: tuple[int | None, int | None], timeout: float, settings: tuple) -> None:
+    # torch.profiler's own lines ("USDT: ... profiler_start") would land in the notebook cell
+    # that started the run: a process writes to its log in the run's folder (removed after);
+    # what went wrong reaches the caller over the pipe
+    log = os.open(os.path.join(folder, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
     member = Member(rank, conn, *faults)
     try:
         target(member, folder, timeout, *settings)
@@ -67,6 +73,7 @@ class Finished(NamedTuple):
 
     folder: str
     spans: list[list]
+    scores: dict[int, tuple[float, float]]  # step -> (training loss, test accuracy) after it
 
 
 @contextmanager
@@ -90,7 +97,7 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
                 procs.append(p)
                 watch.readers[reader] = rank
         watch.run(procs)
-        yield Finished(folder, watch.spans)
+        yield Finished(folder, watch.spans, watch.scores)
     finally:
         grace = time.monotonic() + 2.0  # a finished process gets a moment to exit by itself
         for rank, p in enumerate(procs):
@@ -116,6 +123,7 @@ class Watch:
         self.ready: set[int] = set()
         self.done: set[int] = set()
         self.errors: dict[int, str] = {}
+        self.scores: dict[int, tuple[float, float]] = {}
 
     def run(self, procs: list) -> None:
         last = time.monotonic()
@@ -147,6 +155,8 @@ class Watch:
                 elif kind == "step":
                     self.steps[rank] = message["step"] + 1
                     self.spans[rank] += message["spans"]
+                elif kind == "scores":  # rank 0: loss and accuracy after each step
+                    self.scores = {k: tuple(v) for k, v in enumerate(message["scores"])}
                 elif kind == "error":
                     self.errors[rank] = message["message"]
                 elif kind == "done":

@@ -1,0 +1,234 @@
+"""Notebook 07's dashboard: the parameter server, the ring all-reduce and ZeRO-1/2/3 on one
+clock, with N, the link bandwidth and the model size on sliders.
+
+A change runs the clock only (`numerics=False`) and redraws the timeline (the bytes of each
+mode show in its makespan) and the memory per GPU of every stage at this N and model size (the
+mode shown outlined); when the sliders rest the run is repeated with the arithmetic and the
+numbers under the plots say its accuracy, which is the same in every mode (ZeRO's weights are
+sync's). The slider plumbing (debounce, status, `set`) is the core dashboard's
+(pslab/notebook/widgets.py); this module says what runs and what is drawn.
+
+    from pslab.notebook.zero_dashboard import zero_dashboard
+    zero_dashboard()              # ZeRO-3, 4 workers, 100 kB/s, hidden 64
+"""
+from __future__ import annotations
+
+import base64
+import html
+import math
+from typing import Any
+
+import ipywidgets as W
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from . import widgets
+from ..collectives import bytes_per_worker
+from ..drawing.dataflow_plot import fmt_bytes
+from ..drawing.sizes import CELL_IN
+from ..drawing.timeline_plot import TimelinePlot, legend_handles, shard_label
+from ..drawing.zero_plot import memory_bars
+from ..model import single_thread
+from ..result import Run
+from ..simulate import owner_layout
+from ..training import train
+from ..zero import worker_memory
+from .browser_figure import BrowserFigure
+from .browser_plots import timeline_layout, timeline_legend, timeline_panel, timeline_rows
+from .controls import BANDWIDTHS, _options, check_settle_delay, dress
+from .dashboard_settings import bytes_per_s
+from .livefigure import nice_ceiling, png_bytes
+from .zero_settings import HIDDENS, MODES, WORKERS, ZeroSettings, model_bytes
+
+DPI = 80
+HELP = {"mode": "sync: a parameter server (2 shards); allreduce: a ring, no server; ZeRO-k: the "
+                "ring's collectives, each worker owning 1/N of the states of stage k",
+        "workers": "N workers (GPUs)", "bandwidth": "bytes per second of every link",
+        "hidden": "hidden width of the MLP: the model's size Ψ"}
+
+
+def _png(fig: Figure) -> bytes:
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return png_bytes(canvas)
+
+
+class ZeroDashboard(widgets.Dashboard):
+    """Controls + the live timeline and memory bars of notebook 07. Display it as the last
+    line of a cell. Headless: `dash.set(workers=8, mode="sync")`, then `dash.run`,
+    `dash.images`, `dash.numbers.value`."""
+
+    def __init__(self, *, settle_delay: float | None = 0.25, **start: Any):
+        check_settle_delay(settle_delay)
+        self._fixed = ZeroSettings(**start)  # checks every value by name
+        self.settle_delay, self.preset = settle_delay, "07"
+        s = self._fixed
+        self.controls: dict[str, W.ValueWidget] = {
+            "mode": W.Dropdown(options=list(MODES), value=s.mode, description="mode"),
+            "workers": W.IntSlider(s.workers, min=WORKERS[0], max=WORKERS[1],
+                                   description="workers N"),
+            "bandwidth": W.SelectionSlider(
+                options=_options(BANDWIDTHS, s.bandwidth, bytes_per_s),
+                value=s.bandwidth, description="bandwidth"),
+            "hidden": W.SelectionSlider(options=[(f"{h} ({fmt_bytes(model_bytes(h))})", h)
+                                                 for h in HIDDENS],
+                                        value=s.hidden, description="model size"),
+        }
+        for name, c in self.controls.items():
+            dress(name, c, HELP[name])
+        # the timeline drawn by the browser from the run's data (hover, zoom), as the core
+        # dashboard's; the memory bars a PNG (they change only with N or the model size)
+        self.figures = {"timeline": BrowserFigure(timeline_layout("ps"))}
+        self.figures["timeline"].layout = W.Layout(width="auto", min_width="0", margin="0")
+        self.figures["timeline"].add_class("pslab-timeline")
+        self.images = {"memory": W.Image(format="png", layout=W.Layout(
+            width="100%", height="auto", max_width=f"{int(CELL_IN * DPI)}px", margin="0"))}
+        self.images["memory"].add_class("pslab-memory")
+        self.status, self.numbers, self.caption, self.code = (W.HTML(), W.HTML(), W.HTML(),
+                                                              W.HTML())
+        self.status.add_class("pslab-status")
+        self.numbers.add_class("pslab-numbers")
+        column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
+        wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
+        # one screen at 1024x768 with the file browser open: two rows of controls, the
+        # timeline, the numbers, then the memory bars
+        self.widget = W.VBox(
+            [W.HBox([W.VBox([self.controls["mode"], self.controls["workers"]], layout=column),
+                     W.VBox([self.controls["bandwidth"], self.controls["hidden"]],
+                            layout=column)], layout=wrap),
+             self.status, self.caption, self.figures["timeline"], self.numbers,
+             self.images["memory"], self.code],
+            layout=W.Layout(width="100%", max_width="1200px"))
+        self.widget.add_class("pslab-dashboard")
+        self._runs: dict[tuple, Run] = {}
+        self._memory_for: tuple | None = None
+        self.shown: Run | None = None
+        self._start()
+
+    # ---- state ---------------------------------------------------------------------------
+    @property
+    def settings(self) -> ZeroSettings:
+        return self._fixed.changed(**{n: c.value for n, c in self.controls.items()})
+
+    @property
+    def run(self) -> Run | None:
+        return self.shown
+
+    @property
+    def pending(self) -> bool:
+        return self._handle is not None
+
+    def _train(self, s: ZeroSettings, numerics: bool) -> Run:
+        key = (s, numerics)
+        if key not in self._runs:
+            with single_thread():
+                self._runs[key] = train(numerics=numerics, **s.train_kwargs())
+        return self._runs[key]
+
+    # ---- the two paths --------------------------------------------------------------------
+    def _refresh(self) -> None:
+        """Fast path: the clock only; the timeline (and, if N or the size moved, the memory
+        bars) redrawn, the numbers faded until the arithmetic is redone."""
+        s = self.settings
+        self.shown = self._train(s, numerics=False)
+        run = self.shown
+        rows = timeline_rows(run, "ps", shard_label)
+        self.figures["timeline"].show(
+            [timeline_panel(run, "ps", rows, nice_ceiling(run.makespan * 1.02))],
+            timeline_legend("ps", [run]))
+        self.caption.value = ("<div style='font-size:12px;line-height:1.25'>"
+                              + html.escape(self._title(s, self.shown)) + "</div>")
+        if self._memory_for != (s.workers, s.hidden, s.stage):
+            self.images["memory"].value = _png(self._memory_figure(s))
+            self._memory_for = (s.workers, s.hidden, s.stage)
+        self.numbers.layout.opacity = "0.45"
+
+    def settle(self) -> None:
+        """Slow path: the same run with the arithmetic; the numbers written. 'ready' only when
+        everything shown is of the controls' values now."""
+        self._cancel_settle()
+        try:
+            s = self.settings
+            self.shown = self._train(s, numerics=True)
+            self.numbers.value = ("<div style='font-size:13px;line-height:1.3'><b>"
+                                  + html.escape(describe(s, self.shown)) + "</b></div>")
+            self.numbers_for = s
+            self.numbers.layout.opacity = "1"
+            self.code.value = ("<details><summary>this run in one line of Python</summary>"
+                               "<code>" + html.escape(s.code()) + "</code></details>")
+            if self.settings != s:  # a control moved meanwhile: draw that too first
+                self._refresh()
+                self._schedule_settle()
+                return
+            self._set_status("ready", "ready")
+        except Exception as exc:
+            self._fail(exc)
+
+    flush = settle
+
+    # ---- pictures -------------------------------------------------------------------------
+    def snapshot(self) -> bytes:
+        """The timeline as a PNG (matplotlib): the picture a saved notebook keeps for readers
+        without a kernel."""
+        run = self.shown
+        height = 2.5  # inches: the legend above the rows, the time axis below (margins in in.)
+        fig = Figure(figsize=(CELL_IN, height), dpi=DPI)
+        ax = fig.add_axes((1.55 / CELL_IN, 0.5 / height, 1 - 1.7 / CELL_IN, 1 - 0.85 / height))
+        plot = TimelinePlot(ax, "ps", legend=False, text=None)
+        # many rows: every k-th named, so the labels never overlap (the core dashboard's rule)
+        plot.label_every = max(1, math.ceil((run.workers + len(run.shard_bytes)) / 9))
+        plot.update(run, xmax=nice_ceiling(run.makespan * 1.02))
+        plot.title.set_visible(False)
+        ax.set_xlabel("virtual time (s)", fontsize=11)
+        ax.legend(handles=legend_handles("ps", [run]), loc="lower left",
+                  bbox_to_anchor=(-0.2, 1.0), ncol=5, frameon=False, fontsize=10,
+                  columnspacing=0.8, handlelength=1.2, borderaxespad=0.2)
+        return _png(fig)
+
+    def _memory_figure(self, s: ZeroSettings) -> Figure:
+        layout = owner_layout(s.workers, s.hidden)
+        mems = [worker_memory(layout, s.workers, k)[0] for k in range(4)]
+        fig = memory_bars({f"our MLP (hidden {s.hidden}) on N = {s.workers}: bytes per GPU, "
+                           f"worker 0": mems})
+        fig.set_size_inches(CELL_IN, 2.3)
+        fig.set_dpi(DPI)
+        bars = fig.axes[0].patches
+        for k, patch in enumerate(bars):  # the mode on show outlined: 4 bars per state
+            if k % 4 == s.stage:
+                patch.set_linewidth(2.4)
+        return fig
+
+    @staticmethod
+    def _title(s: ZeroSettings, run: Run) -> str:
+        return (f"{s.mode}, {s.workers} workers, {bytes_per_s(s.bandwidth)} links, model "
+                f"{fmt_bytes(model_bytes(s.hidden))}: makespan {run.makespan:.2f} s for "
+                f"{s.steps} steps (clock only while the sliders move)")
+
+    # ---- display ----------------------------------------------------------------------------
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = widgets._widget_bundle(self.widget, include, exclude)
+        bundle["text/plain"] = "pslab ZeRO dashboard: " + describe(self.settings, self.shown)
+        bundle["image/png"] = base64.b64encode(self.snapshot()).decode("ascii")
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"ZeroDashboard({self.settings.code()})"
+
+
+def describe(s: ZeroSettings, run: Run) -> str:
+    """The numbers a dashboard prints (exact: they compare between runs)."""
+    psi = model_bytes(s.hidden)
+    # a PS worker pushes its whole gradient (and fetches the weights); a ring worker sends
+    # 2 (ZeRO-3: 3) collectives of (N - 1)/N of the model
+    sent = psi if s.mode == "sync" else bytes_per_worker(s.stage or 1, psi, s.workers)
+    mem = worker_memory(owner_layout(s.workers, s.hidden), s.workers, s.stage)[0].total
+    acc = "" if math.isnan(run.final_accuracy) else (
+        f", test accuracy {run.final_accuracy:.1%} (the same weights in every mode)")
+    return (f"{s.mode}, {s.workers} workers: makespan {run.makespan:.2f} s, "
+            f"{fmt_bytes(sent)} sent per worker per step, {fmt_bytes(mem)} of model states "
+            f"per GPU{acc}")
+
+
+def zero_dashboard(**start: Any) -> ZeroDashboard:
+    """Notebook 07's dashboard; keyword arguments set the starting values (ZeroSettings)."""
+    return ZeroDashboard(**start)
