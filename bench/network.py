@@ -26,7 +26,7 @@ def rows(quick: bool = False) -> list[dict[str, Any]]:
 
     load = os.getloadavg()[0]
     link = calibrate(network.BANDWIDTH)
-    compared = network.compare(link, steps=12)
+    compared = network.compare(link)
     out = [case_row(r) for r in compared]
     summary = network.summary(compared)
     out.append({"section": "network", "name": "calibrated link (4 Mbit/s asked)",
@@ -52,13 +52,13 @@ def print_table(out: list[dict[str, Any]], link) -> None:
     print(f"\nnetwork: link {link.bandwidth * 8 / 1e6:.2f} Mbit/s measured "
           f"({link.error:+.1%} of asked), latency {link.latency * 1e3:.2f} ms")
     print(f"{'case':24} {'measured':>9} {'simulated':>9} {'error':>7} {'waiting m/s':>12} "
-          f"{'staleness TV':>12}")
+          f"{'staleness TV':>12} {'both ways':>9}")
     for r in out:
         if "measured_step" not in r:
             continue
         print(f"{r['name']:24} {r['measured_step'] * 1e3:7.1f}ms {r['simulated_step'] * 1e3:7.1f}ms "
               f"{r['error']:+7.1%} {r['measured_waiting']:5.0%} /{r['simulated_waiting']:4.0%} "
-              f"{r['staleness_distance']:12.2f}")
+              f"{r['staleness_distance']:12.2f} {r['measured_both_ways']:9.0%}")
     s = out[-1]
     print(f"median |error| {s['median_error']:.1%}, worst {s['worst_error']:.1%}, ranking "
           f"{'the same' if s['ranking_same'] else 'DIFFERENT'} (goal: {GOAL}; load {s['load']:.1f})")

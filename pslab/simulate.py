@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from array import array
 from functools import partial
 from numbers import Integral
 from typing import Any
+
+import numpy as np
 
 from .allreduce import RingSimulation
 from .checkpoint import Checkpoint
@@ -45,7 +48,8 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
     # ring: no server (allreduce.py); ZeRO: the workers own the shards (collectives.py)
     actors = ZeroSimulation if policy.stage else RingSimulation if policy.ring else Simulation
     sim = actors(server, crew, policy, cluster,
-                 cluster.compute_durations(workers, steps * accumulate, seed).tolist(), steps,
+                 seconds_by_worker(cluster.compute_durations(workers, steps * accumulate, seed)),
+                 steps,
                  shard_bytes, score if data else no_numbers, staleness_lr)
     if progress:
         from tqdm.auto import tqdm
@@ -72,6 +76,12 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
               push_staleness=sim.push_staleness, start_loss=start_loss)
     warn_if_diverged(run)
     return run
+
+
+def seconds_by_worker(durations: np.ndarray) -> list[array]:
+    """One row of compute seconds per worker, as doubles: a row reads as floats, like a list,
+    at 8 bytes a step instead of a float object's 32 (2 MB less at 800 x 100)."""
+    return [array("d", row.tobytes()) for row in np.ascontiguousarray(durations, np.float64)]
 
 
 def _score(server: ParameterServer, data: Digits) -> tuple[float, float]:

@@ -79,6 +79,8 @@ class Simulation:
         self._closed = 0  # barrier rounds whose update is complete (later pushes are dropped)
         self._members: dict[int, list[int]] = defaultdict(list)  # round -> who pushed into it
         self.progress = None  # a tqdm bar, ticked once per server update
+        # bound once: a bound method made per event is an allocation ~10^5 times in a large run
+        self._start_step, self._computed = self.start_step, self.computed
         self.interrupted = False
         self.started = False
         self._barrier = policy.waits_for_update  # read once: SSP answers it with a property
@@ -121,15 +123,20 @@ class Simulation:
                 fetch(server, s)
         row, k = self.durations[rank], self.accumulate
         code = step * self._step_unit + (rank + 1) * self._rank_unit + self._compute
-        micro_unit, first = self._micro_unit, step * k
-        out = []
-        for micro in range(1, k + 1):  # micro + 1: how the code counts micro 0
-            d = row[first + micro - 1]
-            out += (code + micro * micro_unit, t, t + d)
+        micro_unit = self._micro_unit
+        if k == 1:  # one minibatch, one span (micro 0 counts as 1 in the code)
+            d = row[step]
+            self.timeline.rows.fromlist([code + micro_unit, t, t + d])
             t += d
-        self.timeline.rows.fromlist(out)  # one call per event: cheaper than one per span
+        else:
+            out, first = [], step * k
+            for micro in range(1, k + 1):
+                d = row[first + micro - 1]
+                out += (code + micro * micro_unit, t, t + d)
+                t += d
+            self.timeline.rows.fromlist(out)  # one call per event: cheaper than one per span
         clock = self.clock  # Clock.at, inlined (t > now): ~10^5 calls in a large run
-        heappush(clock._heap, (t, clock._seq, self.computed, (rank, step)))
+        heappush(clock._heap, (t, clock._seq, self._computed, (rank, step)))
         clock._seq += 1
 
     def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
@@ -192,7 +199,7 @@ class Simulation:
         if self._gated:
             clock.at(done, self.pushed_one, rank, step)
         elif not barrier:  # nothing to count: go straight on to the next step when it is sent
-            heappush(clock._heap, (done, clock._seq, self.start_step, (rank, step + 1)))
+            heappush(clock._heap, (done, clock._seq, self._start_step, (rank, step + 1)))
             clock._seq += 1  # Clock.at, inlined as in start_step
 
     def _push(self, worker: Worker, now: float, step: int) -> tuple[float | None, int]:
@@ -223,11 +230,11 @@ class Simulation:
         return applied_at, stale
 
     def _record(self, time: float, staleness: int, rank: int | None, step: int) -> None:
-        loss, acc = NO_NUMBERS if self.evaluate is no_numbers else self.evaluate()
+        evaluate, history = self.evaluate, self.history
+        loss, acc = NO_NUMBERS if evaluate is no_numbers else evaluate()
         if self.progress is not None:
             self.progress.update(1)
-        self.history.append(
-            _new(Record, (time, loss, acc, staleness, len(self.history) + 1, rank, step)))
+        history.append(_new(Record, (time, loss, acc, staleness, len(history) + 1, rank, step)))
 
     def round_applied(self, step: int) -> None:
         """Sync: the averaged update is on every shard; the round's workers waited for it, now

@@ -66,3 +66,38 @@ def test_the_dashboard_bench_builds_its_dashboards():
 
     res = asyncio.run(widget_latency.measure("001", changes=1))
     assert set(res) == set(widget_latency.SWEEPS) and all(r["median"] > 0 for r in res.values())
+
+
+def test_the_c_loop_is_pslabs_schedule_or_the_row_says_why():
+    """bench/c_clock.c (what a compiled loop would give) is checked against pslab before it
+    is timed: same makespan bit for bit, same span count; with a wrong cost it would differ."""
+    import shutil
+
+    import numpy as np
+
+    from bench import c_clock
+
+    (got,) = c_clock.rows(True, workers=40, steps=20, seed=3)
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        assert "no C compiler" in got["name"]
+        return
+    run = pslab_run_async(40, 20, 3)
+    assert got["makespan"] == run.makespan and got["spans"] == len(run.timeline)
+    durations = clock_vs_simpy.CLUSTER.compute_durations(40, 20, 3)
+    transfer, update = clock_vs_simpy.costs(run)
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        dll = c_clock.compile_loop(Path(folder))
+        room = np.empty(3 * 40 * 20 * 11)
+        slower = c_clock.run_c(dll, np.ascontiguousarray(durations), transfer,
+                               [u * 2 for u in update], room)
+    assert slower[0] != run.makespan
+
+
+def pslab_run_async(workers, steps, seed):
+    import pslab
+
+    return pslab.train(mode="async", workers=workers, steps=steps, numerics=False,
+                       cluster=clock_vs_simpy.CLUSTER, seed=seed)

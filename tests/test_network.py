@@ -50,9 +50,10 @@ def test_the_command_line_takes_the_timing_model_and_the_wire(tmp_path):
 def test_a_line_through_the_samples_gives_latency_and_bandwidth():
     latency, bandwidth = fit({n: 0.002 + n / 5e5 for n in (64, 2400, 9600)})
     assert latency == pytest.approx(0.002) and bandwidth == pytest.approx(5e5)
-    # a line below the origin (a token bucket lets a message's first frame through at once)
-    # gives latency 0, never a negative one
-    assert fit({1000: 0.001, 2000: 0.003}) == (0.0, pytest.approx(5e5))
+    # a line that would cross below zero (a token bucket lets a message's first frame through
+    # at once) is fitted through the origin: latency 0, never a negative one
+    latency, bandwidth = fit({1000: 0.001, 2000: 0.003})
+    assert latency == 0.0 and bandwidth == pytest.approx((1 + 4) / (0.001 + 0.006) * 1000)
     with pytest.raises(RuntimeError, match="do not grow with the bytes"):
         fit({100: 0.002, 200: 0.002})
 
@@ -72,6 +73,25 @@ def test_on_the_wire_transfers_take_what_the_network_takes_and_sync_keeps_its_we
     assert all(s.end >= s.start for s in moves)
     assert statistics.median(s.end - s.start for s in moves) < 0.005  # the model: 0.01 s
     assert run.config["transfers"] == "wire"
+
+
+def test_the_committed_comparison_reads_back_labelled_with_its_machine(tmp_path):
+    from pathlib import Path
+
+    from pslab.processes import load_comparison
+    from pslab.processes.network import CASES
+
+    path = Path(__file__).resolve().parents[1] / "bench/results/network-20261125.json"
+    shown = load_comparison(path)
+    assert [c["name"] for c in shown.cases] == [c.name for c in CASES]
+    assert all(c["measured_step"] > 0 and c["simulated_step"] > 0 for c in shown.cases)
+    text = repr(shown)
+    assert "read from network-20261125.json, not measured now" in text and "2 cores" in text
+    assert f"{shown.summary['median_error']:.1%}" in text and "<table>" in shown._repr_html_()
+    bad = tmp_path / "bench.json"
+    bad.write_text('{"machine": {}, "rows": [{"section": "numerics"}]}')
+    with pytest.raises(ValueError, match="not a bench result with a measured 'network'"):
+        load_comparison(bad)
 
 
 @root_only

@@ -5,13 +5,17 @@ A child is a real MLP built from its architecture (64 inputs -> the sampled hidd
 stream (`pslab.data.Digits`), and scored on the held-out split: R is that accuracy.
 
 Training depends only on (architecture, seed, budget), so its accuracy is cached: a controller
-that samples the same child twice, or a re-run of a search, gets it at once. The cache only
-saves time; a cleared cache gives the same numbers (the tests check it).
+that samples the same child twice, or a re-run of a search, gets it at once. The cache starts
+warm with the children notebook 04 meets (`children.json`: plain data written by
+tools/nas_children_table.py with this very `train`; tests/test_nas_table.py trains a sample of
+them again and compares). The cache only saves time; a cleared cache gives the same numbers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
@@ -56,16 +60,47 @@ def _data(seed: int) -> Digits:
 
 _CACHE: dict[tuple, float] = {}
 stats = {"trained": 0, "cached": 0}  # how many children really trained / came from the cache
+TABLE = Path(__file__).with_name("children.json")
+FORMAT = "pslab-nas-children-1"
+_warm = {"pending": True}  # the shipped table is read into the cache at the first child
 
 
 def clear_cache() -> None:
-    """Forget every trained child (the next search trains them again, with the same result)."""
+    """Forget every trained child, the shipped table's too (the next search trains them
+    again, with the same result)."""
     _CACHE.clear()
+    _warm["pending"] = False
     stats.update(trained=0, cached=0)
+
+
+def read_table(path: Path = TABLE) -> dict[tuple, float]:
+    """{(arch, seed, budget): accuracy} of a children table (plain JSON, never unpickled)."""
+    table = json.loads(path.read_text(encoding="utf-8"))
+    if table.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a pslab children table (format {FORMAT!r})")
+    budget = Budget(**table["budget"])
+    return {(tuple((int(w), str(act)) for w, act in arch), int(seed), budget): float(acc)
+            for arch, seed, acc in table["children"]}
+
+
+def write_table(path: Path, budget: Budget = Budget()) -> int:
+    """Write the cache's children trained on `budget` as a table; returns how many."""
+    from ..files import write_atomic
+
+    rows = sorted([[list(map(list, arch)), seed, acc]
+                   for (arch, seed, b), acc in _CACHE.items() if b == budget])
+    text = json.dumps({"format": FORMAT, "budget": asdict(budget), "torch": torch.__version__,
+                       "children": rows}, separators=(",", ":"))
+    write_atomic(path, text.encode("utf-8"))
+    return len(rows)
 
 
 def accuracy(arch: Arch, seed: int, budget: Budget = Budget()) -> float:
     """Held-out accuracy of `arch` after training on `budget` from `seed` (cached)."""
+    if _warm["pending"]:
+        _warm["pending"] = False
+        if TABLE.exists():  # a copy without the table trains every child, to the same numbers
+            _CACHE.update(read_table())
     key = (arch, seed, budget)
     if key in _CACHE:
         stats["cached"] += 1

@@ -15,7 +15,8 @@ from typing import Any
 _LAZY = {"ProcessFailure": ".launcher", "launch": ".launcher", "load_run": ".torchrun",
          "Options": ".options", "check_options": ".options", "scaled": ".measured",
          "same_weights": ".measured", "Hosts": ".hosts", "run_across": ".hosts",
-         "HostsUnavailable": ".hosts"}
+         "HostsUnavailable": ".hosts", "load_comparison": ".comparison",
+         "calibrate": ".calibrate"}
 
 
 def __getattr__(name: str) -> Any:

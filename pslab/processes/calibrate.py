@@ -52,14 +52,19 @@ class Link:
 
 
 def fit(samples: dict[int, float]) -> tuple[float, float]:
-    """Least squares seconds = a + bytes * b over the samples: (a, 1 / b), a at least 0."""
+    """Least squares seconds = a + bytes * b over the samples, a >= 0: (a, 1 / b). A line
+    that would cross below zero (a token bucket lets a message's first frame through at once,
+    earlier than a wire would) is fitted through the origin instead: the best line a Cluster,
+    whose latency cannot be negative, can hold."""
     xs, ys = list(samples), list(samples.values())
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     if slope <= 0:
         raise RuntimeError(f"the link's times do not grow with the bytes ({samples}): "
                            f"nothing to fit a bandwidth to")
-    return max(0.0, my - slope * mx), 1.0 / slope
+    if my - slope * mx < 0:
+        return 0.0, sum(x * x for x in xs) / sum(x * y for x, y in zip(xs, ys))
+    return my - slope * mx, 1.0 / slope
 
 
 def calibrate(bandwidth: float, repeats: int = 7, sizes=SIZES, timeout: float = 120.0) -> Link:

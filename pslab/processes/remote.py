@@ -108,7 +108,6 @@ class WorkerProcess:
 
     def run(self, now: Callable[[], float]) -> None:
         job, w, worker, server = self.job, self.w, self.worker, self.server
-        scale, k = job.options.time_scale, job.accumulate
         server.now = now
         for step in range(job.start_step, job.steps):
             fault(job, w, step)
@@ -118,20 +117,37 @@ class WorkerProcess:
                 worker.fetch(server, s)
             spans = [f._replace(worker=w) for f in server.fetches]  # wire: the fetches
             server.fetches.clear()
-            t = now()
-            for micro in range(k):
-                seconds = job.durations[w][step * k + micro] * scale
-                if seconds:
-                    time.sleep(seconds)
-                spans.append(Span(w, None, "compute", t, now(), step, micro))
-                t = spans[-1].end
-            worker.compute(step)  # the real arithmetic, inside the last minibatch's block
-            spans[-1] = spans[-1]._replace(end=now())
-            self.report("spans", spans)
+            self.report("spans", spans + self.compute(step, now))
             server.last = step == job.steps - 1
             for s in range(job.num_shards):
                 worker.push(server, s)
         server.close()
+
+
+    def compute(self, step: int, now: Callable[[], float]) -> list[Span]:
+        """The step's minibatches as blocks of the timing model's durations, scaled.
+        transfers="model": each block sleeps its time and the real arithmetic is added to the
+        last one. "wire": the blocks end when the model says (the arithmetic done inside the
+        last one, unless it takes longer), so that what differs from the simulation is the
+        network's doing, not this machine's arithmetic."""
+        job, k, wire = self.job, self.job.accumulate, self.job.options.wire
+        spans, t = [], now()
+        end = t
+        for micro in range(k):
+            seconds = job.durations[self.w][step * k + micro] * job.options.time_scale
+            end += seconds
+            if wire:
+                if micro == k - 1:
+                    self.worker.compute(step)
+                seconds = end - now()
+            if seconds > 0:
+                time.sleep(seconds)
+            spans.append(Span(self.w, None, "compute", t, now(), step, micro))
+            t = spans[-1].end
+        if not wire:
+            self.worker.compute(step)  # the real arithmetic, inside the last minibatch's block
+            spans[-1] = spans[-1]._replace(end=now())
+        return spans
 
 
 def fault(job: Job, w: int, step: int) -> None:
