@@ -19,10 +19,11 @@ import numpy as np
 
 from .cluster import Cluster
 from .engine import Clock, Resource, collector_paused, stop_on_interrupt
+from .fastloop import book_transfers, push_updates, run_inline
 from .modes import Policy
 from .server import ParameterServer
 from .columns import NONE, Columns
-from .timeline import Record, Span, gaps  # Record: public here too
+from .timeline import Record, Span  # Record: public here too
 from .worker import Worker
 
 
@@ -97,10 +98,22 @@ class Simulation:
             # worth it from some 10^4 objects on (engine.collector_paused)
             big = len(self.workers) * self.steps * self.accumulate >= 1000
             with collector_paused(promote=big), stop_on_interrupt(self.clock):
-                self.clock.run(until)
+                if self._inline():
+                    run_inline(self, until)  # the same run, its two hot events inlined
+                else:
+                    self.clock.run(until)
         except KeyboardInterrupt:  # a second Ctrl-C, or not the main thread: stop at once
             self.interrupted = True
         self.interrupted = self.interrupted or self.clock.stopped
+
+    def _inline(self) -> bool:
+        """May fastloop.run_inline run this simulation? Only where it does exactly what these
+        actors do: their own handlers, timing only, no barrier, no staleness bound."""
+        mine = type(self)
+        return (not self._numerics and not self._barrier and not self._gated
+                and self.evaluate is no_numbers and all(
+                    getattr(mine, name) is getattr(Simulation, name)
+                    for name in ("start_step", "computed", "_transfer", "_push", "_record")))
 
     @property
     def finished(self) -> bool:
@@ -142,31 +155,10 @@ class Simulation:
     def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
         """Book one transfer per shard, all asked for now; returns when the last one ends.
         Time spent queued behind other jobs on a busy shard becomes idle, noted "queue"."""
-        now, jobs, codes = self.clock.now, self._transfers[rank], self._job_codes[kind, note]
         who = step * self._step_unit + (rank + 1) * self._rank_unit
-        # The holes between the jobs are found as they are booked (with many workers, most
-        # transfers queue), which is right while no job starts before the one booked before it;
-        # else timeline.gaps sorts them out. end: the jobs so far cover [now, end] but for holes.
-        end = last = now
-        out, holes, ordered = [], [], True  # holes: the idle spans, to follow the transfers
-        for s, shard, cost in jobs:
-            a = shard.free_at  # Resource.book, inlined: this loop runs ~10^6 times
-            if a < now:
-                a = now
-            b = shard.free_at = a + cost
-            out += (who + codes[s], a, b)
-            if a > end:
-                holes.append((end, a))
-            if b > end:
-                end = b
-            if a < last:
-                ordered = False
-            last = a
-        if not ordered:
-            holes = gaps(zip(out[1::3], out[2::3]), now, end)
-        hole = who + self._hole
-        for a, b in holes:
-            out += (hole, a, b)
+        out: list = []
+        end = book_transfers(out, self._transfers[rank], self._job_codes[kind, note], who,
+                             who + self._hole, self.clock.now)
         self.timeline.rows.fromlist(out)
         return end
 
@@ -205,26 +197,12 @@ class Simulation:
     def _push(self, worker: Worker, now: float, step: int) -> tuple[float | None, int]:
         """Hand every shard its slice; book the updates that completes. Returns when the last
         update ends (None: the server only buffered the push) and the push's staleness."""
-        server, codes = self.server, self._update_codes
-        versions, fetched = server.versions, self._fetched[worker.rank]
         grads = worker.grads  # empty in timing-only runs: push None, as Worker.push would
-        scaled = self.staleness_lr and grads  # lr / staleness, Zhang et al.
-        applied_at, stale, when, out = None, 0, step * self._step_unit, []
-        for s, shard, cost in self._updates:
-            lag = versions[s] - fetched[s]
-            if lag > stale:
-                stale = lag
-            grad = grads[s] if grads else None
-            if scaled and lag > 1:
-                grad = grad / lag
-            if server.push(s, grad):
-                u0 = shard.free_at  # Resource.book, inlined: right behind this push
-                if u0 < now:
-                    u0 = now
-                u1 = shard.free_at = u0 + cost
-                out += (when + codes[s], u0, u1)
-                if applied_at is None or u1 > applied_at:
-                    applied_at = u1
+        out: list = []
+        applied_at, stale = push_updates(
+            out, self._updates, self._update_codes, step * self._step_unit, now,
+            self.server.versions, self._fetched[worker.rank], self.server.push, grads,
+            self.staleness_lr and bool(grads))  # lr / staleness, Zhang et al.
         if out:
             self.timeline.rows.fromlist(out)
         return applied_at, stale
