@@ -88,3 +88,19 @@ def test_a_code_past_exact_doubles_is_refused_not_rounded():
     with pytest.raises(OverflowError, match="step"):
         cols.append(Span(0, 0, "push", 0.0, 1.0, 10**6))
     assert len(cols) == 0
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(mode="async", workers=30, steps=20, cluster=pslab.Cluster(jitter=0.3)),
+    dict(mode="sync", workers=4, steps=20, accumulate=2, shards="layers"),
+    dict(mode=pslab.Backup(1), workers=5, steps=15, shards=3,
+         cluster=pslab.Cluster(jitter=0.3, colocated=True)),
+    dict(mode=pslab.SSP(1), workers=6, steps=15, cluster=pslab.Cluster(jitter=0.5)),
+    dict(mode="allreduce", workers=4, steps=5), dict(mode=pslab.ZeRO(3), workers=4, steps=5)],
+    ids=lambda k: str(k["mode"]))
+def test_shares_read_off_the_columns_equal_the_spans_walk_bit_for_bit(kwargs):
+    run = pslab.train(numerics=False, **kwargs)
+    listed = dataclasses.replace(run, timeline=list(run.timeline))  # walks Span objects
+    assert run.shares() == listed.shares()
+    cut = dataclasses.replace(run, makespan=run.makespan / 2)  # spans clipped at the makespan
+    assert cut.shares() == dataclasses.replace(cut, timeline=list(run.timeline)).shares()
