@@ -3,8 +3,9 @@
 Sections: clock (pslab's clock vs SimPy), numerics (vs a plain torch loop), dashboards (kernel
 latency), notebooks (nbval run times; left out of a plain --quick), processes (one sync step
 vs DDP), nas (the live and the paper-scale search), network (measured across hosts vs
-simulated, root only; left out of a plain --quick). Prints one table and writes it as JSON
-under bench/results/ with the machine's CPU, Python, torch and Python speed.
+simulated, root only; left out of a plain --quick), browser (key press -> pixels in real
+JupyterLab and headless Chromium; left out of a plain --quick). Prints one table and writes
+it as JSON under bench/results/ with the machine's CPU, Python, torch and Python speed.
 Every figure is a median of repeated runs after a warm-up, with min and max; ratios are taken
 within the same invocation. Goals are printed beside the figures; nothing here asserts a speed.
 """
@@ -25,13 +26,14 @@ from pslab.files import write_atomic
 SECTIONS = {  # name -> module under bench/ that has rows(quick) -> list of rows
     "clock": "clock_vs_simpy", "numerics": "numerics_vs_torch", "dashboards": "widget_latency",
     "notebooks": "notebooks_time", "processes": "processes_vs_ddp", "nas": "nas_speed",
-    "network": "network",
+    "network": "network", "browser": "browser_latency",
 }
 RESULTS = Path(__file__).resolve().parent / "results"
 # Left out of a plain --quick (it prints no ratio, and would take it past 3 minutes); run it
 # with --only. Value: why, in the table.
 SLOW = {"notebooks": "each notebook under nbval, about 2 minutes",
-        "network": "hosts with shaped links (root), about 90 s"}
+        "network": "hosts with shaped links (root), about 90 s",
+        "browser": "JupyterLab in headless Chromium, 20 key presses a dashboard, ~3 minutes"}
 
 
 def machine() -> dict[str, Any]:

@@ -4,8 +4,10 @@
 
 For each dashboard preset (at 8 workers x 30 steps, the size the goal is stated for) and each
 control, make `--changes` changes exactly as a slider move does (set the widget's value) and
-time what the kernel does before the new PNGs are on the Image widgets: the timing-only run,
-the plot updates and the PNG rendering (the fast path; goal: median <= 40 ms). The loss curve
+time what the kernel does before the new plot data is on its way to the browser: the
+timing-only run, the plot data (`pslab.notebook.browser_plots`) and the messages, encoded as
+the kernel encodes them (JSON plus binary buffers: every widget gets a comm that does that
+work; without a front end ipywidgets would skip it). Goal: median <= 40 ms. The loss curve
 that follows when the sliders rest (the arithmetic, `settle`) is timed once per control and
 reported apart. Runs are not served from the dashboard's cache (it is emptied before each
 change), so every change really re-simulates. Prints wall-clock and CPU medians: on a busy
@@ -15,13 +17,51 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import time
 
+import ipywidgets
 import torch
 
+from pslab.liveview import PRESETS, View
 from pslab.widgets import Dashboard
+
+
+class EncodingComm:
+    """Stands in for a kernel's comm: encodes each message as the kernel does (JSON, binary
+    buffers apart) and counts the bytes; sends nothing."""
+
+    kernel = True  # ipywidgets sends only through a comm that has a kernel
+    comm_id = "bench"
+
+    def __init__(self):
+        self.sent = 0
+
+    def close(self, *args, **kwargs):
+        pass
+
+    def on_msg(self, callback):
+        pass
+
+    def send(self, data=None, buffers=None, **_):
+        self.sent += len(json.dumps(data, separators=(",", ":")).encode())
+        self.sent += sum(len(memoryview(b).cast("B")) for b in buffers or ())
+
+
+def encode_messages(dash: Dashboard) -> EncodingComm:
+    """Give every widget of `dash` an EncodingComm (one, shared, to count all bytes)."""
+    comm = EncodingComm()
+    stack = [dash.widget]
+    while stack:
+        w = stack.pop()
+        stack.extend(getattr(w, "children", ()))
+        for part in ("layout", "style"):
+            if isinstance(getattr(w, part, None), ipywidgets.Widget):
+                getattr(w, part).comm = comm
+        w.comm = comm
+    return comm
 
 # Values a reader would drag through; each change goes to the next one (cycling).
 SWEEPS = {
@@ -44,19 +84,23 @@ async def measure(preset: str, changes: int) -> dict[str, dict[str, float]]:
     # settle_delay: the longest a dashboard allows (a minute, far beyond a sweep), so a sweep
     # is all fast path (as while dragging); the settle is then timed on its own.
     dash = Dashboard(preset, settle_delay=60, workers=8, steps=30)
+    comm = encode_messages(dash)
     out = {}
     for control, values in SWEEPS.items():
         start = dash.controls[control].value
         wall, cpu = [], []
+        sent = []
         for k in range(changes):
             value = values[k % len(values)]
             if value == dash.controls[control].value:
                 value = values[(k + 1) % len(values)]
             dash.view.cache._runs.clear()
+            before = comm.sent
             t0, c0 = time.perf_counter(), time.process_time()
             dash.controls[control].value = value
             wall.append((time.perf_counter() - t0) * 1000)
             cpu.append((time.process_time() - c0) * 1000)
+            sent.append(comm.sent - before)
         if dash.controls[control].value == start:  # time the settle of new settings
             dash.controls[control].value = next(v for v in values if v != start)
         t0 = time.perf_counter()
@@ -67,7 +111,28 @@ async def measure(preset: str, changes: int) -> dict[str, dict[str, float]]:
         if dash.errors:
             raise RuntimeError(dash.errors)
         out[control] = dict(median=statistics.median(wall), p90=percentile(wall, 0.9),
-                            cpu=statistics.median(cpu), settle=settle)
+                            cpu=statistics.median(cpu), settle=settle,
+                            kb=statistics.median(sent) / 1000)
+    return out
+
+
+def png_redraws(preset: str, changes: int) -> list[float]:
+    """Seconds per slider change when the plots are matplotlib PNGs (`pslab.liveview.View`,
+    what a dashboard sent before the browser drew it), the same changes, caches emptied."""
+    view = View(PRESETS[preset].changed(workers=8, steps=30))
+    out = []
+    for control, values in SWEEPS.items():
+        if control == "lr":
+            continue
+        for k in range(changes):
+            value = values[k % len(values)]
+            if value == getattr(view.settings, control):  # a real change, as a slider sends
+                value = values[(k + 1) % len(values)]
+            settings = view.settings.changed(**{control: value})
+            view.cache._runs.clear()
+            t0 = time.perf_counter()
+            view.show(settings)
+            out.append(time.perf_counter() - t0)
     return out
 
 
@@ -84,7 +149,14 @@ def rows(quick: bool) -> list[dict]:
         out.append({"section": "dashboards", "name": f"dashboard {preset}: a slider change",
                     "median": statistics.median(wall), "min": min(wall), "max": max(wall),
                     "runs": changes * len(redraw), "goal": "<= 40 ms",
-                    "met": statistics.median(wall) <= 0.040})
+                    "met": statistics.median(wall) <= 0.040,
+                    "kB_sent": statistics.median(r["kb"] for r in redraw)})
+        if preset == "default":  # the same changes drawn as PNGs, as the dashboards did
+            png = png_redraws(preset, changes)
+            out.append({"section": "dashboards", "name": "dashboard default: PNG redraw (before)",
+                        "median": statistics.median(png), "min": min(png), "max": max(png),
+                        "runs": len(png), "ratio": statistics.median(wall) / statistics.median(png),
+                        "goal": "ratio: browser-drawn step / PNG step"})
         out.append({"section": "dashboards", "name": f"dashboard {preset}: loss curve, settled",
                     "median": settle, "min": min(r["settle"] for r in res.values()) / 1000,
                     "max": max(r["settle"] for r in res.values()) / 1000, "runs": len(res),
@@ -100,13 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     print(f"widget update latency, kernel side, median over {args.changes} changes "
           f"(8 workers x 30 steps; ms)")
-    print(f"{'preset':8} {'control':11} {'median':>7} {'p90':>7} {'cpu':>7} {'settle':>7}")
+    print(f"{'preset':8} {'control':11} {'median':>7} {'p90':>7} {'cpu':>7} {'settle':>7} "
+          f"{'kB sent':>7}")
     everything = []
     for preset in args.presets:
         res = asyncio.run(measure(preset, args.changes))
         for control, r in res.items():
             print(f"{preset:8} {control:11} {r['median']:7.1f} {r['p90']:7.1f} {r['cpu']:7.1f} "
-                  f"{r['settle']:7.0f}")
+                  f"{r['settle']:7.0f} {r['kb']:7.1f}")
             if control != "lr":  # lr never moves the clock: no redraw at all
                 everything.append(r["median"])
     overall = statistics.median(everything)

@@ -8,7 +8,8 @@ root, settings and runtime directory, copies of the notebooks) and stops it at t
 wait has a timeout, and a page that did not load is retried once.
 
 The round trip (key press on a slider -> new plot pixels on screen) is printed per notebook and
-overall: the median over all presses is the number to compare with the 100 ms goal.
+overall (`python -m bench --only browser` measures it against its goals, 20 presses a
+dashboard). A browser-drawn timeline must show a block's details on hover and zoom on the wheel.
 
 Each dashboard must fit its cell at a large window (1400x1100) and at a projector's 1024x768
 with the file browser open: nothing wider than the cell, every control and read-out on screen,
@@ -23,26 +24,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from bench.browser import chromium, free_port as _free_port, get as _get, jupyterlab, missing, serve
+from bench.browser import wait as _wait
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p
-                 and Path(p).exists()), None)
-CHROMEDRIVER = next((p for p in ("/usr/bin/chromedriver", shutil.which("chromedriver") or "")
-                     if p and Path(p).exists()), None)
 PRESSES = 5  # key presses per dashboard
 SIZES = {"large": (1400, 1100), "1024": (1024, 768)}  # a desktop, and a projector
 RUN_ALL_TIMEOUT = 240  # s, all cells of one notebook
@@ -52,118 +47,27 @@ pytestmark = pytest.mark.timeout(1800)
 
 
 def _require_browser() -> None:
-    missing = [n for n, p in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER)) if not p]
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append("selenium")
-    if missing:
-        msg = (f"{' and '.join(missing)} not found: apt-get install chromium chromium-driver "
+    gone = missing()
+    if gone:
+        msg = (f"{' and '.join(gone)} not found: apt-get install chromium chromium-driver "
                "(and pip install selenium)")
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(url: str, timeout: float = 5.0) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - local server
-        return r.read()
-
-
 @pytest.fixture(scope="module")
 def lab():
     """A hermetic JupyterLab serving copies of the notebooks; yields (base_url, log_path)."""
     _require_browser()
-    tmp = Path(tempfile.mkdtemp(prefix="pslab-lab-"))
-    root = tmp / "root"
-    shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    settings = tmp / "settings"
-    news = settings / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp / "config"),
-               JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), IPYTHONDIR=str(tmp / "ipython"),
-               JUPYTER_PLATFORM_DIRS="1", PYTHONUNBUFFERED="1")
-    env.pop("PSLAB_HIDE_ANSWERS", None)
-    port = _free_port()
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
-           f"--port={port}", "--port-retries=0", "--IdentityProvider.token=",
-           "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
-           f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-           f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp / 'ws'}",
-           "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
-           "--allow-root"]
-    try:
-        with _serve("JupyterLab", cmd, root, env, port, tmp / "lab.log") as served:
-            yield served
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@contextmanager
-def _serve(what: str, cmd: list[str], cwd: Path, env: dict, port: int, log_path: Path):
-    """Start a server on 127.0.0.1:port, wait until it answers, yield (base_url, log_path);
-    then stop it with every process it started (its own process group)."""
-    log = open(log_path, "w")
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"{what} exited ({proc.returncode}):\n{log_path.read_text()[-3000:]}")
-            try:
-                _get(f"{base}/api/status")
-                break
-            except urllib.error.HTTPError:  # an answer (voila guards its API): it is up
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"{what} did not start in 90 s:\n{log_path.read_text()[-3000:]}")
-                time.sleep(0.5)
-        yield base, log_path
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernels it started
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-        log.close()
+    with jupyterlab(ROOT / "notebooks") as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 def browser(lab):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="pslab-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-                 "--window-size=1400,1100"):
-        opts.add_argument(flag)
-    opts.set_capability("unhandledPromptBehavior", "accept")  # "leave page?" never blocks
-    os.environ.setdefault("SE_OFFLINE", "true")  # selenium-manager must not download anything
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(60)
-    driver.set_script_timeout(60)
-    try:
+    with chromium(SIZES["large"]) as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 # ---- JavaScript run in the page -------------------------------------------------------------
@@ -396,17 +300,6 @@ def _shoot(driver, name: str, size: str, selector: str) -> None:
         driver.set_window_size(*SIZES[size])
 
 
-def _wait(driver, script, args=(), timeout=60.0, what="condition", interval=0.2):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = driver.execute_script(script, *args)
-        if last:
-            return last
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:g} s waiting for {what} (last: {last!r})")
-
-
 def _open(driver, base: str, name: str) -> None:
     """Open a notebook in a fresh workspace and wait for its kernel; one retry."""
     for attempt in (1, 2):
@@ -588,7 +481,7 @@ def presenter():
     cmd = [sys.executable, "-m", "voila", str(ROOT / "notebooks" / "present.ipynb"),
            "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0"]
     try:
-        with _serve("voila", cmd, ROOT, env, port, tmp / "voila.log") as served:
+        with serve("voila", cmd, ROOT, env, port, tmp / "voila.log") as served:
             yield served
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

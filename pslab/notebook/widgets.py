@@ -66,7 +66,7 @@ class Dashboard:
 
     latest: "Dashboard | None" = None  # the dashboard made last (for a look from outside)
 
-    def __init__(self, preset_name: str = "default", *, settle_delay: float | None = 0.25,
+    def __init__(self, preset_name: str = "default", *, settle_delay: float | None = 0.1,
                  **overrides: Any):
         check_settle_delay(settle_delay)
         start = preset(preset_name, **overrides)

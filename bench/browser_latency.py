@@ -1,0 +1,152 @@
+"""The dashboards in a real browser: key press -> new pixels, timeline and loss curve.
+
+    python -m bench --only browser          (or: python bench/browser_latency.py [--steps 20])
+
+For each dashboard (default, 000, 001, 002) a one-cell notebook (`pw.dashboard(name)`) runs in a
+real JupyterLab (bench/browser.py: 127.0.0.1, a temporary root) in headless Chromium. The
+workers slider gets `--steps` key presses, right and left in turn; before each press the
+dashboard's run cache is emptied from the kernel, so every press really re-simulates. Timed in
+the page, from the keydown: the timeline's next frame (its <canvas> counts frames in
+data-frame) and the loss curve's next frame (after the sliders rest and the arithmetic ran).
+Prints median and worst with the goals and returns rows for `python -m bench` (met or not).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESETS = ("default", "000", "001", "002")
+GOALS = {"timeline": (0.050, 0.150), "curve": (0.400, None)}  # median, worst (seconds)
+
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard"
+PROBE = """
+const dash = document.querySelector(arguments[0]);
+const canvas = n => dash && dash.querySelector(`.pslab-${n} canvas`);
+const ready = dash && dash.querySelector('.pslab-status [data-state="ready"]');
+if (!ready || !canvas('timeline') || !canvas('training')) return false;
+const probe = {t0: null, timeline: [], curve: [], seen: {}};
+document.addEventListener('keydown', () => { probe.t0 = performance.now(); probe.seen = {}; },
+                          true);
+for (const [name, list] of [['timeline', probe.timeline], ['training', probe.curve]]) {
+  new MutationObserver(() => {
+    if (probe.t0 === null || probe.seen[name]) return;
+    probe.seen[name] = true;
+    list.push(performance.now() - probe.t0);
+  }).observe(canvas(name), {attributes: true, attributeFilter: ['data-frame']});
+}
+window.__pslabBench = probe;
+dash.scrollIntoView();
+return true;
+"""
+KERNEL = """
+const done = arguments[arguments.length - 1];
+const w = window.jupyterapp.shell.currentWidget;
+const future = w.sessionContext.session.kernel.requestExecute({code: arguments[0],
+    silent: true, store_history: false});
+future.done.then(() => done(true), () => done(false));
+"""
+READY = """
+const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+const s = w && w.sessionContext;
+return !!(s && s.isReady && s.session && s.session.kernel
+          && s.session.kernel.status === 'idle' && w.content.widgets.length > 0);
+"""
+
+
+def notebook(preset: str) -> dict:
+    code = f"import pslab.widgets as pw\npw.setup()\npw.dashboard({preset!r})"
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {
+        "name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [{"cell_type": "code", "id": "dash", "metadata": {}, "execution_count": None,
+                   "outputs": [], "source": code}]}
+
+
+def measure(driver, base: str, preset: str, steps: int) -> dict[str, list[float]]:
+    """Key press -> next timeline frame and next loss-curve frame, in ms, `steps` times."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from bench.browser import wait
+
+    driver.get(f"{base}/lab/tree/bench_{preset}.ipynb?reset")
+    wait(driver, READY, timeout=120, what="the notebook and its kernel")
+    driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells');")
+    wait(driver, PROBE, (PANEL,), timeout=120, what=f"dashboard {preset} to be ready")
+    handle = driver.find_element(By.CSS_SELECTOR, f"{PANEL} .pslab-workers .noUi-handle")
+    clear = "import pslab.widgets as _w; _w.Dashboard.latest.view.cache._runs.clear()"
+    for k in range(steps):
+        driver.execute_async_script(KERNEL, clear)
+        handle.send_keys(Keys.ARROW_RIGHT if k % 2 == 0 else Keys.ARROW_LEFT)
+        wait(driver, f"const p = window.__pslabBench; return p.timeline.length > {k} && "
+             f"p.curve.length > {k} && !!document.querySelector('{PANEL} .pslab-status "
+             "[data-state=\"ready\"]');", timeout=60, interval=0.05,
+             what=f"dashboard {preset}: press {k + 1} drawn")
+    probe = driver.execute_script("return window.__pslabBench;")
+    return {"timeline": probe["timeline"], "curve": probe["curve"]}
+
+
+def run(steps: int, presets=PRESETS) -> dict[str, dict[str, list[float]]]:
+    from bench.browser import chromium, jupyterlab
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    out = {}
+    with TemporaryDirectory(prefix="pslab-bench-") as folder:
+        for preset in presets:
+            (Path(folder) / f"bench_{preset}.ipynb").write_text(json.dumps(notebook(preset)))
+        with jupyterlab(Path(folder), env) as (base, _), chromium((1400, 1100)) as driver:
+            for preset in presets:
+                out[preset] = measure(driver, base, preset, steps)
+    return out
+
+
+def rows(quick: bool, steps: int = 20) -> list[dict]:
+    """Section "browser" of `python -m bench`: per dashboard, key press -> pixels."""
+    from bench.browser import missing
+
+    if missing():
+        return [{"section": "browser", "name": f"not measured: no {', '.join(missing())}"}]
+    load = os.getloadavg()[0]
+    out = []
+    for preset, times in run(steps).items():
+        for what, label in (("timeline", "key -> timeline pixels"),
+                            ("curve", "key -> loss curve pixels")):
+            xs = [t / 1000 for t in times[what]]
+            median, worst = statistics.median(xs), max(xs)
+            goal_median, goal_worst = GOALS[what]
+            goal = f"<= {goal_median * 1e3:.0f} ms median" if goal_median < 0.1 else \
+                f"<= {goal_median:g} s median"
+            met = median <= goal_median
+            if goal_worst is not None:
+                goal += f", <= {goal_worst * 1e3:.0f} ms worst"
+                met = met and worst <= goal_worst
+            out.append({"section": "browser", "name": f"dashboard {preset}: {label}",
+                        "median": median, "min": min(xs), "max": worst, "runs": len(xs),
+                        "goal": goal, "met": met, "load": load})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    for r in rows(False, args.steps):
+        if "median" not in r:
+            print(r["name"])
+            continue
+        print(f"{r['name']:44} median {r['median'] * 1e3:6.0f} ms  worst {r['max'] * 1e3:6.0f} "
+              f"ms  ({r['runs']} presses)  goal {r['goal']}: {'met' if r['met'] else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
