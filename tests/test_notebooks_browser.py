@@ -157,14 +157,15 @@ HOVER = """
 const scope = document.querySelector(arguments[0]);
 const c = scope.querySelector('.pslab-dashboard .pslab-timeline canvas');
 if (!c) return null;
-const tip = c.parentElement.querySelector('.pslab-tip');
+const tip = c.parentElement.querySelector('.figure-tip');
 const r = c.getBoundingClientRect();
 for (let y = r.top + 30; y < r.bottom - 42; y += 5)
   for (let x = r.left + 70; x < r.right - 12; x += 7) {
     c.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
     if (tip.style.display === 'block' && tip.textContent.includes('step')) {
+      const text = tip.textContent;
       c.dispatchEvent(new MouseEvent('mouseleave', {}));  // the details go with the pointer
-      return tip.style.display === 'none' && tip.textContent;
+      return tip.style.display === 'none' && text;
     }
   }
 return null;

