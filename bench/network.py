@@ -30,7 +30,7 @@ def rows(quick: bool = False) -> list[dict[str, Any]]:
     out = [case_row(r) for r in compared]
     summary = network.summary(compared)
     out.append({"section": "network", "name": "calibrated link (4 Mbit/s asked)",
-                "latency": link.latency, "bandwidth": link.bandwidth,
+                "latency": link.latency, "bandwidth": link.bandwidth, "asked": link.asked,
                 "bandwidth_error": link.error,
                 "samples": {str(k): v for k, v in link.samples.items()}})
     met = summary["median_error"] <= 0.05 and summary["worst_error"] <= 0.10 \

@@ -30,6 +30,14 @@ class Comparison:
                 f"{m.get('torch', '?')}, load {self.summary.get('load', float('nan')):.1f}; "
                 f"read from {self.source}, not measured now")
 
+    def measured_link(self):
+        """The link the file's calibration measured, as a `calibrate.Link`."""
+        from .calibrate import Link
+
+        asked = self.link.get("asked") or self.link["bandwidth"] * 8 / (
+            1 + self.link["bandwidth_error"])
+        return Link(self.link["latency"], self.link["bandwidth"], asked)
+
     def lines(self) -> list[str]:
         link, s = self.link, self.summary
         out = [f"link: {link['bandwidth'] * 8 / 1e6:.2f} Mbit/s measured for 4 asked, latency "
@@ -39,7 +47,8 @@ class Comparison:
             out.append(f"{c['name']:22} {c['measured_step'] * 1e3:7.1f}ms "
                        f"{c['simulated_step'] * 1e3:7.1f}ms {c['error']:+7.1%} "
                        f"{c['measured_waiting']:5.0%}/{c['simulated_waiting']:4.0%}")
-        out.append(f"median |error| {s['median_error']:.1%}, worst {s['worst_error']:.1%}, "
+        out.append(f"error = simulated / measured - 1; "
+                   f"median |error| {s['median_error']:.1%}, worst {s['worst_error']:.1%}, "
                    f"ranking {'the same' if s['ranking_same'] else 'different'} both ways")
         return out + [self.label]
 
@@ -47,8 +56,9 @@ class Comparison:
         return "\n".join(self.lines())
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ("case", "measured s/step", "simulated s/step",
-                                                  "error", "waiting (measured / simulated)"))
+        head = "".join(f"<th>{h}</th>" for h in ("case", "measured per step",
+                                                  "simulated per step", "error",
+                                                  "waiting (measured / simulated)"))
         cells = "".join(
             f"<tr><td style='text-align:left'>{html.escape(c['name'])}</td>"
             f"<td>{c['measured_step'] * 1e3:.1f} ms</td><td>{c['simulated_step'] * 1e3:.1f} ms"
@@ -59,8 +69,13 @@ class Comparison:
                 + "".join(f"<p style='font-size:90%'>{html.escape(x)}</p>" for x in rest))
 
 
-def load_comparison(path: str | Path) -> Comparison:
-    """The comparison in a bench result file; a ValueError naming the file if it has none."""
+# the file notebook 06 shows: measured here with `python -m bench --only network` (as root)
+COMMITTED = Path(__file__).resolve().parents[2] / "bench" / "results" / "network-20261125.json"
+
+
+def load_comparison(path: str | Path = COMMITTED) -> Comparison:
+    """The comparison in a bench result file (default: the one committed beside pslab in its
+    repository, bench/results/); a ValueError naming the file if it has none."""
     path = Path(path)
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))

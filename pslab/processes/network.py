@@ -219,12 +219,16 @@ def summary(rows: list[Row]) -> dict[str, Any]:
                 ranking_same=all(m == s for m, s in ranks.values()), ranking=ranks)
 
 
-def live_check(link: Link, steps: int = 4) -> Row | str:
-    """One case (sync, 2 workers, 1 shard) measured across hosts now and simulated with `link`
-    (e.g. a committed file's calibration); where hosts cannot be made here, the reason."""
+def live_check(link: Link, steps: int = 4) -> str:
+    """One case (sync, 2 workers, 1 shard) measured across 3 hosts now and simulated with
+    `link` (e.g. a committed file's calibration), in one sentence; where hosts cannot be made
+    here, the reason."""
     from .hosts import unavailable
 
     why = unavailable()
     if why:
         return f"not measured here: {why}"
-    return compare_case(CASES[2], link, steps, link.asked)
+    row = compare_case(CASES[2], link, steps, link.asked)
+    return (f"live, across 3 hosts: sync ends with the simulated weights: {row.same_weights}; "
+            f"measured {row.measured_step * 1e3:.1f} ms per step, simulated "
+            f"{row.simulated_step * 1e3:.1f} ms ({row.error:+.1%})")
