@@ -3,9 +3,9 @@ clock, with N, the link bandwidth and the model size on sliders.
 
 A change runs the clock only (`numerics=False`) and redraws the timeline (the bytes of each
 mode show in its makespan) and the memory per GPU of every stage at this N and model size (the
-mode shown outlined); when the sliders rest the run is repeated with the arithmetic and the
-numbers under the plots say its accuracy, which is the same in every mode (ZeRO's weights are
-sync's). The slider plumbing (debounce, status, `set`) is the core dashboard's
+mode shown outlined); when the sliders rest the run is repeated with the arithmetic: its loss
+and accuracy curves (beside the previous run's) and the numbers under them say its accuracy,
+the same in every mode (ZeRO's weights are sync's), reached sooner or later. The slider plumbing (debounce, status, `set`) is the core dashboard's
 (pslab/notebook/widgets.py); this module says what runs and what is drawn.
 
     from pslab.notebook.zero_dashboard import zero_dashboard
@@ -34,7 +34,8 @@ from ..simulate import owner_layout
 from ..training import train
 from ..zero import worker_memory
 from .browser_figure import BrowserFigure
-from .browser_plots import timeline_layout, timeline_legend, timeline_panel, timeline_rows
+from .browser_plots import (CURVES_LAYOUT, curves, timeline_layout, timeline_legend,
+                            timeline_panel, timeline_rows)
 from .controls import BANDWIDTHS, _options, check_settle_delay, dress
 from .dashboard_settings import bytes_per_s
 from .livefigure import nice_ceiling, png_bytes
@@ -78,9 +79,11 @@ class ZeroDashboard(widgets.Dashboard):
             dress(name, c, HELP[name])
         # the timeline drawn by the browser from the run's data (hover, zoom), as the core
         # dashboard's; the memory bars a PNG (they change only with N or the model size)
-        self.figures = {"timeline": BrowserFigure(timeline_layout("ps"))}
-        self.figures["timeline"].layout = W.Layout(width="auto", min_width="0", margin="0")
-        self.figures["timeline"].add_class("pslab-timeline")
+        self.figures = {"timeline": BrowserFigure(timeline_layout("ps")),
+                        "training": BrowserFigure(CURVES_LAYOUT)}
+        for n, fig in self.figures.items():
+            fig.layout = W.Layout(width="auto", min_width="0", margin="0")
+            fig.add_class(f"pslab-{n}")
         self.images = {"memory": W.Image(format="png", layout=W.Layout(
             width="100%", height="auto", max_width=f"{int(CELL_IN * DPI)}px", margin="0"))}
         self.images["memory"].add_class("pslab-memory")
@@ -91,17 +94,19 @@ class ZeroDashboard(widgets.Dashboard):
         column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
         wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
         # one screen at 1024x768 with the file browser open: two rows of controls, the
-        # timeline, the numbers, then the memory bars
+        # timeline, the loss and accuracy curves, the numbers, then the memory bars
         self.widget = W.VBox(
             [W.HBox([W.VBox([self.controls["mode"], self.controls["workers"]], layout=column),
                      W.VBox([self.controls["bandwidth"], self.controls["hidden"]],
                             layout=column)], layout=wrap),
-             self.status, self.caption, self.figures["timeline"], self.numbers,
+             self.status, self.caption, self.figures["timeline"], self.figures["training"],
+             self.numbers,
              self.images["memory"], self.code],
             layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
         self._runs: dict[tuple, Run] = {}
         self._memory_for: tuple | None = None
+        self._previous: tuple[ZeroSettings, Run] | None = None  # the last settled, compared
         self.shown: Run | None = None
         self._start()
 
@@ -141,7 +146,8 @@ class ZeroDashboard(widgets.Dashboard):
         if self._memory_for != (s.workers, s.hidden, s.stage):
             self.images["memory"].value = _png(self._memory_figure(s))
             self._memory_for = (s.workers, s.hidden, s.stage)
-        self.numbers.layout.opacity = "0.45"
+        for part in (self.figures["training"], self.numbers):  # of older values: faded
+            part.layout.opacity = "0.45"
 
     def settle(self) -> None:
         """Slow path: the same run with the arithmetic; the numbers written. 'ready' only when
@@ -153,7 +159,15 @@ class ZeroDashboard(widgets.Dashboard):
             self.numbers.value = ("<div style='font-size:13px;line-height:1.3'><b>"
                                   + html.escape(describe(s, self.shown)) + "</b></div>")
             self.numbers_for = s
-            self.numbers.layout.opacity = "1"
+            runs, labels = [self.shown], [f"now: {s.mode}, N = {s.workers}"]
+            if self._previous is not None and self._previous[0] != s:
+                runs.append(self._previous[1])
+                labels.append(f"before: {self._previous[0].mode}, N = "
+                              f"{self._previous[0].workers}")
+            self.figures["training"].show(*curves(runs, labels))
+            self._previous = (s, self.shown)
+            for part in (self.figures["training"], self.numbers):
+                part.layout.opacity = "1"
             self.code.value = ("<details><summary>this run in one line of Python</summary>"
                                "<code>" + html.escape(s.code()) + "</code></details>")
             if self.settings != s:  # a control moved meanwhile: draw that too first
