@@ -220,6 +220,7 @@ scope.querySelectorAll('.pslab-dashboard').forEach((dash, d) => {
   dash.querySelectorAll('[class*="pslab-"]').forEach(el => {
     const name = [...el.classList].find(c => c.startsWith('pslab-'));
     if (name === 'pslab-dashboard' || el.closest('details:not([open])')) return;
+    if (name === 'pslab-tip') return;  // a block's hover details: shown only under the pointer
     if (el.tagName !== 'IMG' && !el.querySelector('canvas') && !el.textContent.trim())
       return;  // an empty line: nothing to see
     inside(el, name);

@@ -38,6 +38,15 @@ def _settings() -> dict[str, str]:
     return settings_hints(Settings)
 
 
+def _zero_settings() -> dict[str, str]:
+    from pslab.notebook.zero_settings import ZeroSettings
+
+    return settings_hints(ZeroSettings)
+
+
+ZERO_DASH = dict(seed=(0,), jitter=(0.0,), latency=(0.0,), bandwidth=(1e300,))  # a free network
+
+
 def _nas_settings() -> dict[str, str]:
     from pslab.nas.live import START
 
@@ -70,12 +79,17 @@ ENTRIES = [
     Entry("pslab.drawing.plot.plot_timeline", base=dict(run=RUN), allowed=PLOT),
     Entry("pslab.drawing.plot.plot_staleness", base=dict(run=RUN)),
     Entry("pslab.drawing.plot.plot_dataflow", base=dict(run=RUN)),
+    Entry("pslab.drawing.plot.plot_zero_flow", base=dict(run=Slot("zero_run"))),
     Entry("pslab.drawing.trace.chrome_trace", base=dict(run=RUN)),
     Entry("pslab.notebook.widgets.dashboard", hints=_settings(), allowed=DASH),
     Entry("pslab.notebook.widgets.Dashboard", base=dict(settle_delay=None), hints=_settings(),
           allowed=dict(DASH, settle_delay=(0.0,))),
     Entry("pslab.notebook.widgets.Dashboard.set", hints=_settings(), allowed=DASH,
           label="dash.set"),
+    Entry("pslab.notebook.zero_dashboard.ZeroDashboard", base=dict(settle_delay=None),
+          hints=_zero_settings(), allowed=dict(ZERO_DASH, settle_delay=(0.0,))),
+    Entry("pslab.notebook.zero_dashboard.ZeroDashboard.set", hints=_zero_settings(),
+          allowed=ZERO_DASH, label="zero_dash.set"),
     Entry("pslab.nas.live.Dashboard", base=dict(settle_delay=None), hints=_nas_settings(),
           allowed=dict(seed=(0,), settle_delay=(0.0,))),
     Entry("pslab.nas.live.Dashboard.set", hints=_nas_settings(), label="nas_dash.set"),
@@ -101,9 +115,13 @@ def slots():
     from pslab.nas.live import Dashboard as NasDashboard
     from pslab.notebook.widgets import Dashboard
 
+    from pslab.notebook.zero_dashboard import ZeroDashboard
+
     run = pslab.train(workers=2, steps=2, numerics=False)
     return {"run": run, "runs": [run, run], "dash.set": Dashboard(settle_delay=None), "nas_dash.set": NasDashboard(
-                settle_delay=None, servers=1, controllers=1, children=1, rounds=2)}
+                settle_delay=None, servers=1, controllers=1, children=1, rounds=2),
+            "zero_run": pslab.train(mode=pslab.ZeRO(3), workers=2, steps=2, numerics=False),
+            "zero_dash.set": ZeroDashboard(settle_delay=None, steps=2)}
 
 
 def _fill(value, slots):

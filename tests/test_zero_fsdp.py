@@ -30,7 +30,7 @@ def test_fsdp2_processes_give_the_simulated_zero3_weights(workers, accumulate, e
         else:
             assert torch.allclose(real[name], w, rtol=0, atol=1e-6), name
     assert not torch.allclose(sim.weights["W_h"], start.weights["W_h"], atol=1e-3)  # it trained
-    assert list(tmp_path.iterdir()) == []  # the store and the weights file are gone
+    assert [p for p in tmp_path.iterdir() if not p.name.startswith("pymp-")] == []  # store, weights gone (pymp-: the forkserver's)
     # the measured timeline: every worker's every step shows FSDP2's collectives
     kinds = {(s.worker, s.step, s.kind) for s in run.timeline}
     for w in range(workers):

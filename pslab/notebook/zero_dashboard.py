@@ -45,7 +45,7 @@ DPI = 80
 HELP = {"mode": "sync: a parameter server (2 shards); allreduce: a ring, no server; ZeRO-k: the "
                 "ring's collectives, each worker owning 1/N of the states of stage k",
         "workers": "N workers (GPUs)", "bandwidth": "bytes per second of every link",
-        "hidden": "hidden width of the MLP: the model's size Ψ"}
+        "hidden": "the model's fp32 bytes 4Ψ, set by the MLP's hidden width (16 to 1024)"}
 
 
 def _png(fig: Figure) -> bytes:
@@ -71,7 +71,7 @@ class ZeroDashboard(widgets.Dashboard):
             "bandwidth": W.SelectionSlider(
                 options=_options(BANDWIDTHS, s.bandwidth, bytes_per_s),
                 value=s.bandwidth, description="bandwidth"),
-            "hidden": W.SelectionSlider(options=[(f"{h} ({fmt_bytes(model_bytes(h))})", h)
+            "hidden": W.SelectionSlider(options=[(fmt_bytes(model_bytes(h)), h)
                                                  for h in HIDDENS],
                                         value=s.hidden, description="model size"),
         }

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..checks import integer, number, one_of
 from ..cluster import Cluster
+from ..data import dataset_size
 from ..layout import BYTES_PER_VALUE
 from ..modes import ZeRO
 
@@ -48,6 +49,8 @@ class ZeroSettings:
         one_of("hidden", self.hidden, HIDDENS)
         number("bandwidth", self.bandwidth, positive=True)
         integer("steps", self.steps, high=100)
+        integer("batch", self.batch, high=dataset_size())
+        integer("seed", self.seed, low=0)
         self.cluster()  # the timing model's own checks, up front
 
     @property

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 from .launcher import ProcessFailure, main_module_hidden
 
-STARTUP = 120.0  # seconds for spawn + `import torch` + the group's set-up, on a loaded machine
+STARTUP = 120.0  # seconds for a first forkserver (`import torch`) + the group's set-up, loaded
 
 
 class Member:
@@ -79,11 +79,16 @@ class Finished(NamedTuple):
 @contextmanager
 def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
           timeout: float, kill: dict[int, int], hang: dict[int, int]) -> Iterator[Finished]:
-    """Run `target(member, folder, timeout, *settings)` in `workers` spawn processes; yields
+    """Run `target(member, folder, timeout, *settings)` in `workers` processes; yields
     once all have finished (read the folder inside the `with`), raises ProcessFailure if one
     dies or all fall silent for `timeout` seconds (STARTUP while they start)."""
     folder = tempfile.mkdtemp(prefix="pslab-group-")
-    ctx = mp.get_context("spawn")
+    # the launcher's way to start: a forkserver with torch, pslab and FSDP2 loaded once (a
+    # second run in a notebook starts in ~0.1 s a process, not ~1.3 s of `import torch`), safe
+    # where torch already ran in the caller, where a plain fork can deadlock
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["pslab.processes.preload", "pslab.processes.fsdp",
+                                "torch.distributed.fsdp"])
     procs, watch = [], Watch(workers, mode, timeout)
     try:
         with main_module_hidden():
