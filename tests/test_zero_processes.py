@@ -35,9 +35,12 @@ def _nothing_left(folder):
     assert [p for p in multiprocessing.active_children() if p.name.startswith("pslab-")] == []
 
 
+ZERO3, RING = {"compute", "all-gather", "reduce-scatter"}, {"compute", "push"}
+
+
 @pytest.mark.parametrize("mode, workers, accumulate, kinds", [
-    (pslab.ZeRO(3), 2, 1, {"compute", "all-gather", "reduce-scatter"}),
-    ("allreduce", 3, 2, {"compute", "push"}),
+    (pslab.ZeRO(3), 2, 1, ZERO3), (pslab.ZeRO(3), 3, 2, ZERO3),
+    ("allreduce", 2, 1, RING), ("allreduce", 3, 2, RING),
 ])
 def test_the_front_door_runs_collectives_on_pytorch_with_the_simulated_weights(
         mode, workers, accumulate, kinds, private_tmp):
@@ -56,6 +59,10 @@ def test_the_front_door_runs_collectives_on_pytorch_with_the_simulated_weights(
         assert a.loss == pytest.approx(b.loss, rel=1e-5) and a.accuracy == pytest.approx(
             b.accuracy, abs=1e-3)
     assert not real.diverged
+    # and the parameter server's: ZeRO and all-reduce are sync without a server
+    ps = pslab.train(mode="sync", workers=workers, steps=3, seed=2, accumulate=accumulate)
+    for name, w in ps.weights.items():
+        assert torch.allclose(real.weights[name], w, rtol=0, atol=1e-6), name
     start = pslab.train(workers=1, steps=1, seed=2, lr=1e-12)
     assert not torch.allclose(real.weights["W_h"], start.weights["W_h"], atol=1e-3)
     assert {(s.worker, s.step, s.kind) for s in real.timeline} >= {
