@@ -132,8 +132,8 @@ class ZeroDashboard(widgets.Dashboard):
 
     # ---- the two paths --------------------------------------------------------------------
     def _refresh(self) -> None:
-        """Fast path: the clock only; the timeline (and, if N or the size moved, the memory
-        bars) redrawn, the numbers faded until the arithmetic is redone."""
+        """Fast path: the clock only; the timeline redrawn, the curves, the numbers (and, if N,
+        the size or the stage moved, the memory bars) faded until the sliders rest."""
         s = self.settings
         self.shown = self._train(s, numerics=False)
         run = self.shown
@@ -143,15 +143,13 @@ class ZeroDashboard(widgets.Dashboard):
             timeline_legend("ps", [run]))
         self.caption.value = ("<div style='font-size:12px;line-height:1.25'>"
                               + html.escape(self._title(s, self.shown)) + "</div>")
-        if self._memory_for != (s.workers, s.hidden, s.stage):
-            self.images["memory"].value = _png(self._memory_figure(s))
-            self._memory_for = (s.workers, s.hidden, s.stage)
-        for part in (self.figures["training"], self.numbers):  # of older values: faded
-            part.layout.opacity = "0.45"
+        faded = (self.figures["training"], self.numbers, self.images["memory"])
+        for part in faded[:2] if self._memory_for == _memory_key(s) else faded:
+            part.layout.opacity = "0.45"  # of older values until the sliders rest
 
     def settle(self) -> None:
-        """Slow path: the same run with the arithmetic; the numbers written. 'ready' only when
-        everything shown is of the controls' values now."""
+        """Slow path: the same run with the arithmetic; curves, numbers and memory bars drawn.
+        'ready' only when everything shown is of the controls' values now."""
         self._cancel_settle()
         try:
             s = self.settings
@@ -166,7 +164,10 @@ class ZeroDashboard(widgets.Dashboard):
                               f"{self._previous[0].workers}")
             self.figures["training"].show(*curves(runs, labels))
             self._previous = (s, self.shown)
-            for part in (self.figures["training"], self.numbers):
+            if self._memory_for != _memory_key(s):  # a Figure drawn whole: ~0.2 s, not per key
+                self.images["memory"].value = _png(self._memory_figure(s))
+                self._memory_for = _memory_key(s)
+            for part in (self.figures["training"], self.numbers, self.images["memory"]):
                 part.layout.opacity = "1"
             self.code.value = ("<details><summary>this run in one line of Python</summary>"
                                "<code>" + html.escape(s.code()) + "</code></details>")
@@ -227,6 +228,11 @@ class ZeroDashboard(widgets.Dashboard):
 
     def __repr__(self) -> str:
         return f"ZeroDashboard({self.settings.code()})"
+
+
+def _memory_key(s: ZeroSettings) -> tuple[int, int, int]:
+    """What the memory bars depend on: N, the model size, the stage outlined."""
+    return (s.workers, s.hidden, s.stage)
 
 
 def describe(s: ZeroSettings, run: Run) -> str:
