@@ -85,7 +85,8 @@ class Digits:
         """Rows of minibatch `micro` of worker `worker` in global batch `update`."""
         start = (update * workers + worker) * accumulate * batch + micro * batch
         idx = torch.from_numpy(self.rows(start, batch))
-        return self.x_train[idx], self.y_train[idx]
+        # index_select: the same rows copied as x[idx] does, without advanced indexing's parsing
+        return self.x_train.index_select(0, idx), self.y_train.index_select(0, idx)
 
 
 @lru_cache(maxsize=64)

@@ -41,7 +41,9 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
     params = init_params(data.features, hidden, data.classes, seed) if data else None
     server = ParameterServer(params, layout, policy.server_lr(lr, workers),
                              aggregate=policy.aggregate(workers))
-    crew = [Worker(i, data, workers, accumulate, batch, layout=layout) for i in range(workers)]
+    assembled: list = [(), None]  # the workers' shared last weights (Worker.assembled)
+    crew = [Worker(i, data, workers, accumulate, batch, layout=layout, assembled=assembled)
+            for i in range(workers)]
 
     score = partial(_score, server, data)
 

@@ -24,7 +24,8 @@ def device_for(rank: int) -> torch.device:
 
 class Worker:
     def __init__(self, rank: int, data: Digits | None, workers: int, accumulate: int, batch: int,
-                 device: torch.device | None = None, layout: Layout | None = None):
+                 device: torch.device | None = None, layout: Layout | None = None,
+                 assembled: list | None = None):
         self.rank = rank
         self.layout = layout  # how the shards' keys make up the model (None: timing only)
         self.data = data  # None: timing only, no arithmetic
@@ -34,6 +35,13 @@ class Worker:
         self.versions: dict[int, int] = {}  # shard -> version fetched
         self.grads: list[torch.Tensor] = []  # this push's gradient, cut into the shards' ranges
         self.loss = float("nan")
+        # The last weights put together from fetched shard tensors, and those tensors: shared by
+        # a run's workers (assembled=the same list), since in sync mode a round's workers all
+        # compute on the very same tensors (the server replaces a shard's tensor on update and
+        # never changes one in place): the cat and the views are made once a round, not once
+        # per worker. Compared by identity and version; the tensors are held, so an id is not
+        # reused.
+        self.assembled = assembled if assembled is not None else [(), None]
 
     def fetch(self, server: ParameterServer, shard: int) -> int:
         """Pull one shard's keys onto this worker's device; returns the version fetched."""
@@ -48,7 +56,12 @@ class Worker:
         if self.data is None:
             return
         layout = self.layout
-        weights = layout.unflatten(torch.cat([self.shards[s] for s in range(layout.shards)]))
+        shards = [self.shards[s] for s in range(layout.shards)]
+        key = [(t, t._version) for t in shards]  # _version: bumped by any in-place change
+        held, weights = self.assembled
+        if len(held) != len(key) or any(a is not b or u != v for (a, u), (b, v) in zip(held, key)):
+            weights = layout.unflatten(torch.cat(shards))
+            self.assembled[:] = [key, weights]
         total: torch.Tensor | None = None
         losses = []
         for micro in range(self.accumulate):
