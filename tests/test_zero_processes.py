@@ -134,3 +134,13 @@ def test_a_silent_process_is_named_after_the_timeout(private_tmp):
         pslab.train(mode="allreduce", workers=2, steps=3, backend="processes", hang={0: 1},
                     timeout=2)
     _nothing_left(private_tmp)
+
+
+def test_warm_starts_the_forkserver_in_the_background_and_a_second_call_is_harmless(private_tmp):
+    first, again = pslab.processes.warm(), pslab.processes.warm()
+    for thread in (first, again):
+        thread.join(180)
+        assert not thread.is_alive() and thread.daemon
+    run = pslab.train(mode=pslab.ZeRO(3), workers=2, steps=1, backend="processes")
+    assert run.updates == 1
+    _nothing_left(private_tmp)

@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -86,9 +87,7 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
     # the launcher's way to start: a forkserver with torch, pslab and FSDP2 loaded once (a
     # second run in a notebook starts in ~0.1 s a process, not ~1.3 s of `import torch`), safe
     # where torch already ran in the caller, where a plain fork can deadlock
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["pslab.processes.preload", "pslab.processes.fsdp",
-                                "torch.distributed.fsdp"])
+    ctx = _forkserver()
     procs, watch = [], Watch(workers, mode, timeout)
     try:
         with main_module_hidden():
@@ -115,6 +114,30 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
         for reader in watch.readers:
             reader.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+PRELOAD = ["pslab.processes.preload", "pslab.processes.fsdp", "torch.distributed.fsdp"]
+
+
+def _forkserver() -> Any:
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)  # no effect once the server runs
+    return ctx
+
+
+def warm() -> threading.Thread:
+    """Start the forkserver (torch, pslab, FSDP2 imported in it) in the background, so that
+    a notebook's first process run, cells later, starts in about a second. Returns the thread
+    (daemon); calling it again does nothing more."""
+    def start() -> None:
+        from multiprocessing import forkserver
+
+        _forkserver()
+        forkserver.ensure_running()
+
+    thread = threading.Thread(target=start, name="pslab-warm", daemon=True)
+    thread.start()
+    return thread
 
 
 class Watch:
