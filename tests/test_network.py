@@ -81,12 +81,12 @@ def test_the_committed_comparison_reads_back_labelled_with_its_machine(tmp_path)
     from pslab.processes import load_comparison
     from pslab.processes.network import CASES
 
-    path = Path(__file__).resolve().parents[1] / "bench/results/network-20261125.json"
+    path = Path(__file__).resolve().parents[1] / "bench/results/reference-network-20261125.json"
     shown = load_comparison(path)
     assert [c["name"] for c in shown.cases] == [c.name for c in CASES]
     assert all(c["measured_step"] > 0 and c["simulated_step"] > 0 for c in shown.cases)
     text = repr(shown)
-    assert "read from network-20261125.json, not measured now" in text and "2 cores" in text
+    assert "read from reference-network-20261125.json, not measured now" in text and "2 cores" in text
     assert f"{shown.summary['median_error']:.1%}" in text and "<table>" in shown._repr_html_()
     bad = tmp_path / "bench.json"
     bad.write_text('{"machine": {}, "rows": [{"section": "numerics"}]}')
