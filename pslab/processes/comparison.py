@@ -70,7 +70,8 @@ class Comparison:
 
 
 # the file notebook 06 shows: measured here with `python -m bench --only network` (as root)
-COMMITTED = Path(__file__).resolve().parents[2] / "bench" / "results" / "reference-network-20261125.json"
+COMMITTED = (Path(__file__).resolve().parents[2] / "bench" / "results"
+             / "reference-network-20261125.json")
 
 
 def load_comparison(path: str | Path = COMMITTED) -> Comparison:

@@ -48,6 +48,7 @@ class Shard:
         self.received = 0  # pushes handed to the server so far
         self.applied_upto = 0  # ... of which this many are in an applied update
         self.turn = [0] * job.steps  # sync: how many of step t's pushes went in, in clock order
+        self.answered = [0] * (job.steps + 1)  # sync: how many fetches of step t were answered
         self.round_stale = 0  # largest staleness among the pushes of the update being built
         self.errors: list[str] = []
         self.arrived = [job.start_step] * job.workers  # pushes that reached the shard
@@ -150,13 +151,20 @@ class Shard:
     def reply(self, w: int, rank: int, step: int, buf) -> None:
         """Answer with the shard's weights: this is the worker's fetch. With transfers="wire"
         the worker draws it (it alone knows when the weights arrived)."""
-        wire = self.job.options.wire
+        wire, in_order = self.job.options.wire, self.job.order is not None
+        if in_order:  # sync: a round's workers are answered in rank order, on every shard
+            with self.state:  # (as the simulated server books them), not in thread wake-up
+                self.wait(lambda: self.answered[step] == w)  # order, which differs per shard
         a = self.now() if wire else self.hold_link(self.job.transfer[self.index])[0]
         with self.state:
             version, keys = self.server.pull(self.index)
         dist.send(pack(buf, REPLY, step, version, keys, sent=a), dst=rank)
         if not wire:  # model: the link was held for the model's time, then the send returned
             self.report.hold("spans", [Span(w, self.index, "fetch", a, self.now(), step)])
+        if in_order:
+            with self.state:
+                self.answered[step] += 1
+                self.state.notify_all()
 
     # --- helpers -------------------------------------------------------------------------
     def hold_link(self, virtual_seconds: float) -> tuple[float, float]:
