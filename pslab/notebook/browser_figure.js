@@ -93,6 +93,7 @@ function render({ model, el }) {
 
   function draw() {
     queued = false;
+    const t0 = performance.now();
     const layout = model.get("layout_spec") || {};
     if (model.get("panels") !== raw) { raw = model.get("panels"); panels = unpack(raw || []); }
     const width = root.clientWidth, height = layout.height || 150;
@@ -118,6 +119,7 @@ function render({ model, el }) {
       geometry.push(drawPanel(g, p, L, box, zoom[i] || p.xlim, font));
     });
     frame += 1;
+    canvas.dataset.ms = (performance.now() - t0).toFixed(1);  // drawing time (the bench)
     canvas.dataset.frame = String(frame);  // what the browser test and bench wait for
   }
 
