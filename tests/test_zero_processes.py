@@ -98,7 +98,15 @@ def test_a_killed_fsdp_process_is_named_and_nothing_is_left(private_tmp):
     text = str(failure.value)
     assert "ZeRO(3)" in text and "worker 1 (pid " in text
     assert "killed by signal SIGKILL after 2 steps" in text
+    assert "The 2 update(s) finished before are this error's .run" in text
     assert time.monotonic() - t0 < 120  # no hang: the others are stopped, not waited for
+    # nothing computed is lost: the two updates made are the error's partial run
+    partial = failure.value.run
+    assert not partial.complete and [r.step for r in partial.history] == [0, 1]
+    sim = pslab.train(mode=pslab.ZeRO(3), workers=3, steps=2)
+    for name, w in sim.weights.items():
+        assert torch.allclose(partial.weights[name], w, rtol=0, atol=1e-6), name
+    assert {s.step for s in partial.timeline} >= {0, 1}
     _nothing_left(private_tmp)
 
 

@@ -32,7 +32,7 @@ from ..files import load_tensors, save_tensors
 from ..model import NAMES, init_params, score
 from ..result import Params, Run
 from ..timeline import Record, Span
-from .group import Member, group
+from .group import Finished, Member, group
 from .options import check_faults
 
 # torch.profiler ranges -> span kinds: FSDP2's collectives, and DDP's gloo all-reduce (drawn as
@@ -41,6 +41,7 @@ KINDS = {"fsdp": {"FSDP::all_gather (": "all-gather",
                   "FSDP::post_backward_reduce (": "reduce-scatter"},
          "ddp": {"gloo:all_reduce": "push"}}
 MODES = {"fsdp": "ZeRO(3)", "ddp": "allreduce"}
+WEIGHTS = "weights.safetensors"  # rank 0's whole weights after its last update
 
 
 class Layer(torch.nn.Module):
@@ -99,18 +100,27 @@ def _train(wrap: str, workers: int, steps: int, seed: int, batch: int, lr: float
               for name, given in (("kill", kill), ("hang", hang))}
     mode = MODES[wrap]
     settings = (workers, steps, seed, batch, lr, hidden, accumulate, wrap)
-    with group(_worker, settings, workers, mode, timeout, **faults) as done:
-        _, tensors = load_tensors(os.path.join(done.folder, "weights.safetensors"), "weights")
-        spans = [Span(rank, None, kind, a, b, step) for rank, mine in enumerate(done.spans)
-                 for kind, a, b, step in mine]
-    t0 = min(sp.start for sp in spans)
-    spans = [sp._replace(start=sp.start - t0, end=sp.end - t0) for sp in spans]
     config = dict(mode=mode, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, seed=seed, hidden=hidden, backend="processes")
-    ends = [max(sp.end for sp in spans if sp.step == k) for k in range(steps)]
-    history = [Record(t, *done.scores[k], 0, k + 1, None, k) for k, t in enumerate(ends)]
-    return Run(config, sorted(spans, key=lambda sp: sp.start), history,
-               {name: tensors[name] for name in NAMES}, max(sp.end for sp in spans))
+    with group(_worker, settings, workers, mode, timeout, partial=lambda done: _assemble(
+            done, config, complete=False), **faults) as done:
+        return _assemble(done, config, complete=True)
+
+
+def _assemble(done: Finished, config: dict, complete: bool) -> Run:
+    """The Run from what the processes reported and rank 0's last weights: every step's
+    measured spans, and a history record per update up to those weights."""
+    meta, tensors = load_tensors(os.path.join(done.folder, WEIGHTS), "weights")
+    last = meta["step"]
+    spans = [Span(rank, None, kind, a, b, step) for rank, mine in enumerate(done.spans)
+             for kind, a, b, step in mine]
+    t0 = min(sp.start for sp in spans)
+    spans = sorted((sp._replace(start=sp.start - t0, end=sp.end - t0) for sp in spans),
+                   key=lambda sp: sp.start)
+    history = [Record(max(sp.end for sp in spans if sp.step == k), *done.scores[k], 0, k + 1,
+                      None, k) for k in range(last + 1)]
+    return Run(config, spans, history, {name: tensors[name] for name in NAMES},
+               max(sp.end for sp in spans), complete=complete)
 
 
 def _worker(member: Member, folder: str, timeout: float, workers: int, steps: int, seed: int,
@@ -129,7 +139,6 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
         opt = torch.optim.SGD(model.parameters(), lr=lr)
         member.say("ready")
         dist.barrier()  # every process set up: the first step's all-gather waits for nobody
-        after: list = []
         for step in range(steps):
             member.starting(step)
             spans: list = []
@@ -143,15 +152,13 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
                 opt.zero_grad()
             member.finished(step, spans)
             # the whole weights after each update (FSDP2: a gather every rank joins, outside
-            # the timed step), scored after the last step, as the simulation's history is
-            full = _full_weights(model, wrap)
+            # the timed step): rank 0 keeps them on disk (replaced whole, so a run stopped by a
+            # dead process still returns its last update) and scores them as the simulation does
+            full = {k: v.detach().contiguous() for k, v in _full_weights(model, wrap).items()}
             if rank == 0:
-                after.append({k: v.detach().clone() for k, v in full.items()})
-        if rank == 0:
-            member.say("scores", scores=[score(p, data) for p in after])
-        if rank == 0:
-            save_tensors(os.path.join(folder, "weights.safetensors"),
-                         {k: full[k].detach().contiguous() for k in NAMES}, {})
+                save_tensors(os.path.join(folder, WEIGHTS), {k: full[k] for k in NAMES},
+                             {"step": step})
+                member.say("scored", step=step, score=score(full, data))
     finally:
         dist.destroy_process_group()
 

@@ -79,10 +79,12 @@ class Finished(NamedTuple):
 
 @contextmanager
 def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
-          timeout: float, kill: dict[int, int], hang: dict[int, int]) -> Iterator[Finished]:
+          timeout: float, kill: dict[int, int], hang: dict[int, int],
+          partial: Callable[[Finished], Any] | None = None) -> Iterator[Finished]:
     """Run `target(member, folder, timeout, *settings)` in `workers` processes; yields
     once all have finished (read the folder inside the `with`), raises ProcessFailure if one
-    dies or all fall silent for `timeout` seconds (STARTUP while they start)."""
+    dies or all fall silent for `timeout` seconds (STARTUP while they start), its `.run` what
+    `partial` makes of what had arrived (None if it cannot: nothing measured yet)."""
     folder = tempfile.mkdtemp(prefix="pslab-group-")
     # the launcher's way to start: a forkserver with torch, pslab and FSDP2 loaded once (a
     # second run in a notebook starts in ~0.1 s a process, not ~1.3 s of `import torch`), safe
@@ -100,7 +102,13 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
                 writer.close()  # the child's copy alone: its death is an end of file here
                 procs.append(p)
                 watch.readers[reader] = rank
-        watch.run(procs)
+        try:
+            watch.run(procs)
+        except ProcessFailure as failure:
+            run = _partial(partial, Finished(folder, watch.spans, watch.scores))
+            said = "" if run is None else (f" The {len(run.history)} update(s) finished before "
+                                          f"are this error's .run (run.complete is False).")
+            raise ProcessFailure(f"{failure}{said}", run) from None
         yield Finished(folder, watch.spans, watch.scores)
     finally:
         grace = time.monotonic() + 2.0  # a finished process gets a moment to exit by itself
@@ -183,8 +191,8 @@ class Watch:
                 elif kind == "step":
                     self.steps[rank] = message["step"] + 1
                     self.spans[rank] += message["spans"]
-                elif kind == "scores":  # rank 0: loss and accuracy after each step
-                    self.scores = {k: tuple(v) for k, v in enumerate(message["scores"])}
+                elif kind == "scored":  # rank 0: loss and accuracy after an update
+                    self.scores[message["step"]] = tuple(message["score"])
                 elif kind == "error":
                     self.errors[rank] = message["message"]
                 elif kind == "done":
@@ -223,6 +231,17 @@ class Watch:
         return (f"{self.mode} on real processes stopped: {cause}. Every collective needs every "
                 f"worker, so the run cannot go on; the {others} other process(es) still running "
                 f"were stopped and the temporary folder removed (nothing is left behind).")
+
+
+def _partial(make: Callable[[Finished], Any] | None, done: Finished) -> Any:
+    """What was measured before the failure, as the caller assembles it; None where nothing
+    was (no update finished: no weights on disk, no spans)."""
+    if make is None:
+        return None
+    try:
+        return make(done)
+    except (ValueError, KeyError):
+        return None
 
 
 def _steps(n: int) -> str:
