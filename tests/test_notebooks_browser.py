@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -530,3 +531,34 @@ def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presente
         with capsys.disabled():
             print(f"\n--- voila log (tail) ---\n{log_path.read_text()[-4000:]}")
         raise
+
+
+def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
+    """Opened without a kernel run (trusted, ipywidgets' "saveState" on), notebook 02 draws its
+    dashboard's timeline and curves from the data the notebook saved; an untrusted notebook
+    shows the static matplotlib picture instead (JupyterLab renders no widget there)."""
+    _require_browser()
+    name = "02_sync_vs_async.ipynb"
+    with tempfile.TemporaryDirectory(prefix="pslab-saved-") as tmp:
+        env = dict(os.environ, JUPYTER_DATA_DIR=tmp)  # its own trust database
+        subprocess.run([sys.executable, "-m", "jupyter", "trust", str(ROOT / "notebooks" / name)],
+                       env=env, check=True, capture_output=True, timeout=60)
+        with jupyterlab(ROOT / "notebooks", env, widget_state=True) as (base, log_path), \
+                chromium(SIZES["large"]) as driver:
+            try:
+                _open(driver, base, name)
+                driver.execute_script(
+                    "const w = window.jupyterapp.shell.currentWidget; const i = w.content.widgets"
+                    ".findIndex(c => c.model.sharedModel.getSource().includes('pw.dashboard('));"
+                    "w.content.activeCellIndex = i; w.content.scrollToItem(i, 'start');")
+                drawn = _wait(driver, "return [...document.querySelectorAll("
+                              "'.pslab-dashboard :is(.pslab-timeline, .pslab-training) canvas')]"
+                              ".filter(c => +c.dataset.frame > 0 && c.width > 100).length;",
+                              timeout=90, what="the saved dashboard's plots")
+                assert drawn == 2
+                assert _wait(driver, HOVER, (".jp-NotebookPanel:not(.lm-mod-hidden)",),
+                             timeout=10, what="a saved block's hover details")
+            except Exception:
+                with capsys.disabled():
+                    print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
+                raise
