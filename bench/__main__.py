@@ -62,6 +62,14 @@ def python_speed() -> float:
     return best
 
 
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages ('' where the system does not say)."""
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return ""
+
+
 def run_section(name: str, quick: bool) -> list[dict[str, Any]]:
     try:
         module = importlib.import_module(f"bench.{SECTIONS[name]}")
@@ -100,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/)")
     args = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
+    before = python_speed()  # the yardstick before and after: on a shared machine it moves
     for name in args.only or list(SECTIONS):
         if name in SLOW and args.quick and not args.only:
             rows.append({"section": name, "name": f"not run by --quick: --only {name}",
@@ -111,8 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f" {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     print_table(rows)
     about = machine()
+    about["python_loop_1e7_s_before"] = before
     print(f"machine: {about['cpu']}, {about['cores']} cores, Python {about['python']}, torch "
-          f"{about['torch']}; a bare 10^7-step Python loop takes {about['python_loop_1e7_s']:.2f} s")
+          f"{about['torch']}; a bare 10^7-step Python loop takes {before:.2f} s before the "
+          f"sections, {about['python_loop_1e7_s']:.2f} s after; load average "
+          f"{_load()} at the end")
+    about["load_average"] = _load()
     out = args.out or RESULTS / time.strftime("bench-%Y%m%d-%H%M%S.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps({"machine": about, "quick": args.quick, "rows": rows},
