@@ -94,6 +94,15 @@ def test_the_committed_comparison_reads_back_labelled_with_its_machine(tmp_path)
         load_comparison(bad)
 
 
+def test_the_bench_section_says_why_where_hosts_cannot_be_made(monkeypatch):
+    from bench import network as section
+    from pslab.processes import hosts
+
+    monkeypatch.setattr(hosts, "unavailable", lambda: "network namespaces need root (test)")
+    assert section.rows() == [{"section": "network",
+                               "name": "not measured: network namespaces need root (test)"}]
+
+
 @root_only
 def test_the_calibration_recovers_the_shaped_bandwidth():
     from pslab.processes.calibrate import calibrate
