@@ -26,7 +26,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
           timeout: float | None = None, address: str | None = None,
           start_method: str | None = None, kill: dict[int, int] | None = None,
           hang: dict[int, int] | None = None, checkpoint: Checkpoint | None = None,
-          staleness_lr: bool = False) -> Run:
+          staleness_lr: bool = False, transfers: str | None = None) -> Run:
     """Train the digits MLP on a parameter server in virtual time.
 
     mode: "sync", "async" or pslab.SSP(s). workers: how many. accumulate: minibatches per push.
@@ -42,8 +42,10 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     process on torch.distributed (gloo), timeline measured; it alone takes time_scale (real
     seconds slept per virtual second of the cluster's durations, default 0.01), timeout
     (seconds, default 10), address (default "127.0.0.1", loopback), start_method
-    ("forkserver" or "spawn"), kill / hang ({worker: step}: faults on purpose). See
-    docs/processes.md.
+    ("forkserver" or "spawn"), kill / hang ({worker: step}: faults on purpose), transfers
+    ("model", the default: a shard holds its link for the model's transfer time, or "wire": a
+    transfer takes what the real network takes, how runs across shaped links are compared with
+    the simulation). See docs/processes.md.
     staleness_lr: divide each push's learning rate by max(1, its staleness) (Zhang et al. 2016).
     checkpoint: pslab.Checkpoint(path, at=t) writes the run's whole state when virtual time
     reaches t; pslab.resume(path) carries it on, bit for bit (checkpoint.py). On processes,
@@ -77,7 +79,7 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
                updates=workers * steps // policy.aggregate(workers))
     options = check_options(backend, workers, steps, layout.shards, time_scale=time_scale,
                             timeout=timeout, address=address, start_method=start_method,
-                            kill=kill, hang=hang)
+                            kill=kill, hang=hang, transfers=transfers)
 
     config = dict(mode=policy.name, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, shards=shards, seed=seed, cluster=cluster, numerics=numerics,
@@ -90,7 +92,8 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
         if policy.ring:  # no server: PyTorch's own collectives
             return _collectives(policy, config, options, dict(
                 time_scale=time_scale, address=address, start_method=start_method,
-                checkpoint=checkpoint, cluster=given_cluster, staleness_lr=staleness_lr or None))
+                checkpoint=checkpoint, cluster=given_cluster, staleness_lr=staleness_lr or None,
+                transfers=transfers))
         from .processes.launcher import launch  # loaded on first use: import pslab stays light
 
         return launch(policy, config, options, progress, checkpoint)

@@ -108,6 +108,16 @@ def test_barrier_modes_on_processes_end_with_the_simulated_weights(mode, kwargs)
     assert run.start_loss == sim.start_loss
 
 
+def test_train_takes_transfers_wire_and_keeps_the_simulated_weights():
+    """transfers="wire" (a transfer takes what the network takes) is a train() setting too:
+    only the timing changes, the arithmetic is sync's, bit for bit."""
+    run = processes(mode="sync", workers=2, steps=4, transfers="wire")
+    sim = pslab.train(mode="sync", workers=2, steps=4)
+    assert run.complete and gone(run)
+    assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
+    assert {s.kind for s in run.timeline} >= {"fetch", "compute", "push", "update"}
+
+
 def test_measured_timeline_has_every_kind_and_real_compute_times():
     cluster = pslab.Cluster(speeds=[1, 1, 0.25])  # worker 2 computes 4x longer: 40 ms a step
     run = processes(mode="sync", cluster=cluster, time_scale=0.01)

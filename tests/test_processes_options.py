@@ -22,6 +22,9 @@ BAD = [
     (dict(backend="processes", workers=40, shards=30), "workers \\+ shards"),
     (dict(timeout=5), "timeout"),  # a process option on the simulated backend
     (dict(kill={0: 1}), "kill"),
+    (dict(backend="processes", transfers="cable"), "transfers"),
+    (dict(transfers="wire"), "transfers"),  # the simulated clock has no wire to time
+    (dict(backend="processes", mode=pslab.ZeRO(3), transfers="wire"), "transfers"),
 ]
 
 
