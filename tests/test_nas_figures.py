@@ -99,9 +99,11 @@ def test_replay_figure003_repeats_exactly():
 def test_dashboard_timeline_follows_the_sliders_and_settles():
     dash = Dashboard(settle_delay=None, rounds=3)
     assert dash.errors == [] and dash.result.config["numerics"]
-    before = dash.images["timeline"].value
+    before = dash.figures["timeline"].panels
+    sends = dash.figures["timeline"].sends
     dash.set(controllers=4)
-    assert dash.result.controllers == 4 and dash.images["timeline"].value != before
+    assert dash.result.controllers == 4 and dash.figures["timeline"].panels != before
+    assert dash.figures["timeline"].sends > sends
     assert dash.baseline.method == "random" and len(dash.baseline.samples) == 4 * 2 * 3
     assert "K=4" in dash.numbers.value and 'data-state="ready"' in dash.status.value
     assert "pslab-workers" in dash.controls["controllers"]._dom_classes
@@ -130,7 +132,7 @@ def test_nas_dashboard_is_ready_only_for_the_values_its_controls_show():
     async def scenario():
         dash = Dashboard(settle_delay=0.05, rounds=3)
         dash.controls["servers"].value = 3
-        faded = (dash.numbers.layout.opacity, dash.images["rewards"].layout.opacity,
+        faded = (dash.numbers.layout.opacity, dash.figures["rewards"].layout.opacity,
                  'data-state="ready"' in dash.status.value)
         run = dash._search
 
@@ -158,14 +160,18 @@ def test_nas_dashboard_text_reads_at_10_px_in_a_590_px_cell():
     import re
 
     from legible import READABLE_PX, texts
-    from pslab.nas.live import Dashboard, plot_curves
+    from pslab.nas.live import Dashboard
 
     dash = Dashboard(settle_delay=None, rounds=3, controllers=8, servers=8, children=4)
-    for fig in (dash.canvas.figure, plot_curves(dash.result, dash.baseline)):
+    timeline, curves = dash.snapshot_figures()  # the picture a saved notebook keeps
+    for fig in (timeline, curves):
         smallest = texts(fig)[0]
         assert smallest[0] >= READABLE_PX, smallest
-    labels = [t.get_text() for t in dash.canvas.ax.get_yticklabels()]
+    labels = [t.get_text() for t in timeline.axes[0].get_yticklabels()]
     assert 0 < len(labels) < 8 + 4 + 16  # 28 rows: every k-th named, none overlapping
+    # the browser's plots: 12-px text (browser_figure.js names every k-th of the 28 rows)
+    assert all(f.layout_spec["font"] >= 12 for f in dash.figures.values())
+    assert len(dash.figures["timeline"].panels[0]["yticks"]) == 8 + 4 + 16
     html_px = [int(px) for w in (dash.caption, dash.why, dash.numbers)
                for px in re.findall(r"font-size:(\d+)px", w.value)]
     assert all(px >= 12 for px in html_px)
@@ -187,3 +193,84 @@ def test_nas_dashboard_explains_async_ending_later_than_sync_only_when_it_does()
     assert dash.why.value == ""
     dash.set(mode="sync")
     assert dash.why.value == ""
+
+
+def _hover(panel: dict) -> list[dict]:
+    """Each block of a browser-drawn panel with what its hover shows (as browser_figure.js
+    fills the templates: a line whose column is -1 is left out)."""
+    from pslab.notebook.browser_plots import column
+
+    cols = {k: column(v).tolist() for k, v in panel["hover"]["cols"].items()}
+    x0, x1 = column(panel["rects"]["x0"]), column(panel["rects"]["x1"])
+    tables = panel["hover"]["tables"]
+    return [dict(row=tables["rows"][cols["who"][i]], kind=tables["kinds"][cols["kind"][i]],
+                 round=cols["step"][i], start=x0[i], end=x1[i],
+                 shard=None if cols["shard"][i] < 0 else cols["shard"][i],
+                 child=None if cols["child"][i] < 0 else tables["children"][cols["child"][i]])
+            for i in range(len(x0))]
+
+
+def test_nas_timeline_hover_says_what_each_child_was_and_how_it_did():
+    """The browser-drawn timeline has the matplotlib plot's blocks, row for row; a hover on a
+    child's training block names the architecture its controller sampled that round and the
+    held-out accuracy it reached; a pull or push names its shard; updates are drawn last."""
+    from pslab.nas.space import describe
+    from collections import Counter
+
+    from pslab.nas.tiers_plot import NAMES
+
+    dash = Dashboard(settle_delay=None, rounds=3, controllers=5)
+    result, panel = dash.result, dash.figures["timeline"].panels[0]
+    shown = _hover(panel)
+    table = rows(result, replicas=4)
+    assert [label for _, label, _ in table] == panel["hover"]["tables"]["rows"]
+    expected = Counter((NAMES[k], round(a, 4), round(b, 4), table[r][1])
+                       for k, found in blocks(result, replicas=4).items() for a, b, r in found)
+    assert Counter((b["kind"], b["start"], b["end"], b["row"]) for b in shown) == expected
+    kinds = [b["kind"] for b in shown]
+    assert kinds.index(NAMES["update"]) > max(i for i, k in enumerate(kinds)
+                                              if k != NAMES["update"])
+    children = [b for b in shown if b["child"] is not None]
+    assert children and all(b["kind"] == NAMES["compute"] and "." in b["row"]
+                            for b in children)
+    assert len(children) == sum(1 for b in shown if b["kind"] == NAMES["compute"])
+    for b in children:  # each one is the sample of its row and round
+        k, j = (int(x) for x in b["row"][1:].split("."))
+        sample = next(s for s in result.samples
+                      if (s.controller, s.child, s.round) == (k, j, b["round"]))
+        assert b["child"] == f"{describe(sample.arch)}, held-out accuracy {sample.accuracy:.1%}"
+        assert (b["start"], b["end"]) == (round(sample.start, 4), round(sample.end, 4))
+    assert {b["shard"] for b in shown if b["kind"] in (NAMES["fetch"], NAMES["push"])} == {0, 1}
+    assert "C4" not in panel["hover"]["tables"]["rows"]  # the first 4 of 5 replicas shown
+
+
+def test_nas_reward_curves_are_the_searches_own():
+    """The browser's reward curves: each replica's row of `rewards`, their mean, and random
+    search's mean, against rounds from 1 (what plot_curves draws)."""
+    dash = Dashboard(settle_delay=None, rounds=4)
+    lines = dash.figures["rewards"].panels[0]["lines"]
+    result, baseline = dash.result, dash.baseline
+    assert len(lines) == result.controllers + 2
+    for line, row in zip(lines, result.rewards):
+        assert line["x"] == [1, 2, 3, 4] and line["y"] == pytest.approx(row, abs=5e-5)
+    assert lines[-2]["y"] == pytest.approx(result.curve, abs=5e-5) and lines[-2]["width"] == 3
+    assert lines[-1]["y"] == pytest.approx(baseline.curve, abs=5e-5) and lines[-1]["dash"]
+    before = dash.figures["rewards"].panels
+    dash.set(lr=0.5)  # another controller learning rate: another search, other rewards
+    assert dash.figures["rewards"].panels != before
+
+
+def test_nas_dashboard_keeps_a_matplotlib_snapshot_for_a_saved_notebook():
+    import base64
+    import io
+
+    from PIL import Image
+
+    dash = Dashboard(settle_delay=None, rounds=3)
+    bundle = dash._repr_mimebundle_()
+    png = base64.b64decode(bundle["image/png"])
+    picture = Image.open(io.BytesIO(png))
+    timeline, curves = dash.snapshot_figures()
+    heights = [round(f.get_figheight() * f.dpi) for f in (timeline, curves)]
+    assert picture.size[1] == sum(heights)  # the timeline over the reward curves
+    assert "application/vnd.jupyter.widget-view+json" in bundle

@@ -107,7 +107,7 @@ w.content.widgets.forEach((c, i) => {
 return out;
 """
 # The timeline: a <canvas> the browser draws (pslab.notebook.browser_figure; it counts its
-# frames in data-frame), or a PNG <img> (the NAS dashboard). The probe times key press -> new
+# frames in data-frame), or a PNG <img> (none left: every dashboard's timeline is a canvas). The probe times key press -> new
 # pixels and hashes every picture.
 TIMELINE = "img.pslab-timeline, .pslab-timeline canvas"
 INSTRUMENT = """
@@ -153,9 +153,11 @@ dash.scrollIntoView();
 return true;
 """
 
-# The pointer over the browser-drawn timeline, point by point, until a block's details show.
+# The pointer over the browser-drawn timeline, point by point, until a block's details show
+# (ones that match arguments[1]: any block's by default).
 HOVER = """
 const scope = document.querySelector(arguments[0]);
+const want = new RegExp(arguments[1] || 'step|round');
 const c = scope.querySelector('.pslab-dashboard .pslab-timeline canvas');
 if (!c) return null;
 const tip = c.parentElement.querySelector('.figure-tip');
@@ -163,7 +165,7 @@ const r = c.getBoundingClientRect();
 for (let y = r.top + 30; y < r.bottom - 42; y += 5)
   for (let x = r.left + 70; x < r.right - 12; x += 7) {
     c.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
-    if (tip.style.display === 'block' && tip.textContent.includes('step')) {
+    if (tip.style.display === 'block' && want.test(tip.textContent)) {
       const text = tip.textContent;
       c.dispatchEvent(new MouseEvent('mouseleave', {}));  // the details go with the pointer
       return tip.style.display === 'none' && text;
@@ -195,8 +197,12 @@ def _hover_and_zoom(driver, scope: str, name: str) -> None:
     """A browser-drawn timeline shows a block's worker, kind, step, start and end on hover,
     and zooms (wheel) and unzooms (double-click)."""
     text = _wait(driver, HOVER, (scope,), timeout=10, what=f"{name}: a block's hover details")
-    assert "step" in text and "start" in text and " s, end " in text, text
-    assert text.split(":")[0].startswith(("G", "GPU", "S", "server")), text
+    assert ("step" in text or "round" in text) and "start" in text and " s, end " in text, text
+    assert text.split(":")[0].startswith(("G", "GPU", "S", "server", "C")), text
+    if name.startswith("04"):  # the NAS timeline: a child's block says what it was
+        text = _wait(driver, HOVER, (scope, "held-out accuracy"), timeout=10,
+                     what=f"{name}: a child's hover details")
+        assert text.startswith("C") and "child " in text and "%" in text, text
     zoom = driver.execute_script("return (async () => {" + ZOOM + "})();", scope)
     assert zoom == {"zoomed": True, "back": True}, f"{name}: {zoom}"
 
@@ -258,7 +264,7 @@ scope.querySelectorAll('.pslab-dashboard').forEach((dash, d) => {
   const parts = [['the controls', [...dash.querySelectorAll('.widget-slider, .widget-dropdown')]],
                  ['the timeline', [dash.querySelector('img.pslab-timeline, .pslab-timeline canvas')]],
                  ['the loss curve', [dash.querySelector(
-                     'img.pslab-training, .pslab-training canvas, img.pslab-rewards')]]];
+                     'img.pslab-training, .pslab-training canvas, .pslab-rewards canvas')]]];
   for (const [what, els] of parts) {
     for (const el of els) {
       if (!el) { out.push(`dashboard ${d}: no ${what}`); continue; }

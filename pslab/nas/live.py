@@ -7,24 +7,35 @@ the sliders rest for `settle_delay` seconds, the real search runs (children trai
 with a random search at the same budget, and the timeline and the reward curves are redrawn
 from it. Without a running event loop (tests, scripts) that happens at once.
 
+Both plots are drawn by the browser from the search's data (`pslab.nas.browser_tiers`, the
+core dashboards' `BrowserFigure`): a slider step sends the blocks, not a PNG; a hover on a
+child's block says which architecture it was and how it did; a busy region zooms (drag, wheel;
+double-click: the whole search). Matplotlib draws the static picture a saved notebook keeps
+(`Dashboard.snapshot`).
+
     pslab.nas.dashboard()          # S=2, K=3, m=2, 10 rounds, lr 2
 """
 from __future__ import annotations
 
 import base64
 import html
+import io
 from typing import Any
 
 import ipywidgets as W
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from PIL import Image
 
 from .. import widgets
 from ..checks import integer
 from ..drawing.sizes import CELL_IN
-from ..notebook.livefigure import LiveFigure, png_bytes
+from ..notebook.browser_figure import BrowserFigure
+from ..notebook.livefigure import png_bytes
 from ..notebook.widgets import _widget_bundle
+from .browser_tiers import (REWARDS_LAYOUT, REWARDS_LEGEND, TIERS_LAYOUT, TIERS_LEGEND,
+                            rewards_panel, tiers_panel)
 from .random_search import random_search
 from .search import Search, search
 from .tiers_plot import TiersPlot, server_busy
@@ -75,7 +86,8 @@ CURVES_TITLE = ("held-out accuracy of the children sampled each round: REINFORCE
 
 class Dashboard(widgets.Dashboard):
     """Controls + the live timeline and reward curves of figure 003. Display it as the last
-    line of a cell. Headless: `dash.set(controllers=5)`, then `dash.result`, `dash.images`.
+    line of a cell. Headless: `dash.set(controllers=5)`, then `dash.result`, `dash.figures`
+    (the data the browser draws), `dash.snapshot()` (the same as a PNG).
 
     The slider plumbing (debounce, status, `set`) is the core dashboard's; this class says
     what runs on each path and what is drawn."""
@@ -108,11 +120,12 @@ class Dashboard(widgets.Dashboard):
         # the browser test moves the `pslab-workers` slider: the controllers are the workers
         # of figure 003's parameter server
         self.controls["controllers"].add_class("pslab-workers")
-        self.images = {n: W.Image(format="png", layout=W.Layout(
-            width="100%", height="auto", max_width=f"{int(CELL_IN * DPI)}px", margin="0"))
-            for n in ("timeline", "rewards")}
-        for n, img in self.images.items():
-            img.add_class(f"pslab-{n}")
+        # drawn by the browser from the search's data (hover, zoom), a cell wide
+        self.figures = {"timeline": BrowserFigure(TIERS_LAYOUT),
+                        "rewards": BrowserFigure(REWARDS_LAYOUT)}
+        for n, fig in self.figures.items():
+            fig.layout = W.Layout(width="auto", min_width="0", margin="0")
+            fig.add_class(f"pslab-{n}")
         self.status, self.numbers, self.caption = W.HTML(), W.HTML(), W.HTML()
         self.status.add_class("pslab-status")
         self.numbers.add_class("pslab-numbers")
@@ -127,21 +140,10 @@ class Dashboard(widgets.Dashboard):
             [W.HBox([W.VBox([self.controls[n] for n in names[:3]], layout=column),
                      W.VBox([self.controls[n] for n in names[3:]], layout=column)],
                     layout=wrap),
-             self.status, self.images["timeline"], self.images["rewards"], self.caption,
+             self.status, self.figures["timeline"], self.figures["rewards"], self.caption,
              self.numbers, self.why],
             layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
-        # a cell wide (pslab.drawing.sizes: 11 pt stays 12 px) and short; the title is the
-        # caption under the pictures (margins in inches: row labels, axis and legend below)
-        height = 2.9
-        self.canvas = LiveFigure((CELL_IN, height), dict(
-            left=1.05 / CELL_IN, right=0.985, top=1 - 0.08 / height, bottom=1.0 / height),
-            dpi=DPI, font=11)
-        self.tiers = TiersPlot(self.canvas.ax, legend_below=-0.45 / (height - 1.08),
-                               legend_rows=2)
-        self.tiers.title.set_visible(False)
-        self.tiers.row_px = 13  # many rows: every k-th named, the labels never overlap
-        self.tiers.tier_names = False  # said in the caption: S shards, C controllers, Ck.j
         self.result: Search | None = None
         self.baseline: Search | None = None
         self._start()
@@ -166,22 +168,25 @@ class Dashboard(widgets.Dashboard):
         numbers (of the last settled values) fade until the search is redone."""
         self.result = self._search(numerics=False)
         self._show_timeline()
-        for part in (self.images["rewards"], self.numbers, self.why):
+        for part in (self.figures["rewards"], self.numbers, self.why):
             part.layout.opacity = "0.45"
 
     def _show_timeline(self) -> None:
         r = self.result
+        title = self._title()
+        self.caption.value = ("<div style='font-size:12px;line-height:1.25'>Timeline (rows: S "
+                              "shards of the server, C controllers, Ck.j controller k's "
+                              "children; a hover on a block says what it is): "
+                              + html.escape(title) + ".<br>Curves: " + CURVES_TITLE + ".</div>")
+        self.figures["timeline"].show([tiers_panel(r, replicas=4)], TIERS_LEGEND)
+
+    def _title(self) -> str:
+        r = self.result
         when = ("the search, children trained" if r.config["numerics"] else
                 "clock only while the sliders move (children from the initial policy)")
-        title = (f"{when}: makespan {r.makespan:.1f} s, busiest shard busy "
-                 f"{server_busy(r):.0%}" + (f" (first 4 of {r.controllers} replicas shown)"
-                                           if r.controllers > 4 else ""))
-        self.tiers.update(r, replicas=4, title=title)
-        self.caption.value = ("<div style='font-size:12px;line-height:1.25'>Timeline (rows: S shards of the "
-                              "server, C controllers, Ck.j controller k's children): "
-                              + html.escape(title) + ".<br>Curves: " + CURVES_TITLE + ".</div>")
-        # the frame and axes are cached bitmaps: a slider move redraws the blocks and labels
-        self.images["timeline"].value = self.canvas.render(self.tiers.artists())
+        return (f"{when}: makespan {r.makespan:.1f} s, busiest shard busy "
+                f"{server_busy(r):.0%}" + (f" (first 4 of {r.controllers} replicas shown)"
+                                          if r.controllers > 4 else ""))
 
     def settle(self) -> None:
         """The slow path: the real search and random search; every plot redrawn. 'ready' only
@@ -194,11 +199,12 @@ class Dashboard(widgets.Dashboard):
             self.baseline = random_search(controllers=s["controllers"], children=s["children"],
                                           rounds=s["rounds"], seed=self.seed)
             self._show_timeline()
-            self.images["rewards"].value = _render(plot_curves(self.result, self.baseline))
+            self.figures["rewards"].show([rewards_panel(self.result, self.baseline)],
+                                         REWARDS_LEGEND)
             self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
             self.why.value = self._why(s)
             self.numbers_for = s
-            for part in (self.images["rewards"], self.numbers, self.why):
+            for part in (self.figures["rewards"], self.numbers, self.why):
                 part.layout.opacity = "1"
             if self.settings != s:  # a control moved meanwhile: draw that too before 'ready'
                 self._refresh()
@@ -225,10 +231,40 @@ class Dashboard(widgets.Dashboard):
 
     flush = settle
 
+    def snapshot_figures(self) -> tuple[Figure, Figure]:
+        """The timeline and the reward curves drawn by matplotlib (what `snapshot` saves)."""
+        height = 2.9  # inches: the rows, the time axis and the legend (two rows) below them
+        fig = Figure(figsize=(CELL_IN, height), dpi=DPI)
+        ax = fig.add_axes((1.05 / CELL_IN, 1.0 / height, 0.985 - 1.05 / CELL_IN,
+                           1 - 1.08 / height))
+        tiers = TiersPlot(ax, legend_below=-0.45 / (height - 1.08), legend_rows=2)
+        tiers.row_px = 13  # many rows: every k-th named, the labels never overlap
+        tiers.tier_names = False  # said in the caption: S shards, C controllers, Ck.j
+        tiers.update(self.result, replicas=4, title=self._title())
+        tiers.title.set_visible(False)
+        curves = plot_curves(self.result, self.baseline) if self.baseline is not None \
+            and self.result.config["numerics"] else None
+        return fig, curves
+
+    def snapshot(self) -> bytes:
+        """One PNG of the timeline over the reward curves: the static picture a saved notebook
+        keeps for readers without a kernel (drawn once, when the dashboard is shown)."""
+        parts = [Image.open(io.BytesIO(_render(f))).convert("RGB")
+                 for f in self.snapshot_figures() if f is not None]
+        sheet = Image.new("RGB", (max(p.width for p in parts), sum(p.height for p in parts)),
+                          "white")
+        top = 0
+        for p in parts:
+            sheet.paste(p, (0, top))
+            top += p.height
+        out = io.BytesIO()
+        sheet.save(out, format="png", compress_level=6)
+        return out.getvalue()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle = _widget_bundle(self.widget, include, exclude)
         bundle["text/plain"] = "pslab NAS dashboard: " + describe_search(self.result)
-        bundle["image/png"] = base64.b64encode(self.images["timeline"].value).decode("ascii")
+        bundle["image/png"] = base64.b64encode(self.snapshot()).decode("ascii")
         return bundle
 
     def __repr__(self) -> str:

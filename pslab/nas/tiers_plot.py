@@ -9,6 +9,7 @@ time it waits for its slowest child (or for a busy shard); a child's row shows i
 from __future__ import annotations
 
 import math
+from typing import Iterator
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -18,6 +19,7 @@ from matplotlib.patches import Patch
 
 from ..drawing.palette import PALETTES
 from ..drawing.sizes import CELL_IN, MIN_PT
+from ..timeline import Span
 from .search import Search
 
 NAMES = {"fetch": "Θ pull", "push": "gradient push", "update": "update of Θ",
@@ -36,19 +38,26 @@ def rows(result: Search, replicas: int | None = None) -> list[tuple[str, str, in
     return out
 
 
-def blocks(result: Search, replicas: int | None = None) -> dict[str, list[tuple]]:
-    """(start, end, row) per kind: a pull or push is drawn on its replica's row and on its
-    shard's row (both are busy with it)."""
+def placed(result: Search, replicas: int | None = None) -> Iterator[tuple[Span, int]]:
+    """(span, row) for every block one can see: a pull or push is drawn on its replica's row
+    and on its shard's row (both are busy with it); a hidden replica's spans only on shards.
+    Read by both renderers: matplotlib (`blocks`) and the browser (`pslab.nas.browser_tiers`)."""
     index = {(t == "servers", key): i for i, (t, _, key) in enumerate(rows(result, replicas))}
-    out: dict[str, list[tuple]] = {k: [] for k in NAMES}
     for sp in result.timeline:
         if sp.end <= sp.start:
             continue
         if sp.shard is not None:
-            out[sp.kind].append((sp.start, sp.end, index[(True, sp.shard)]))
+            yield sp, index[(True, sp.shard)]
         i = None if sp.worker is None else index.get((False, sp.worker))
         if i is not None:
-            out[sp.kind].append((sp.start, sp.end, i))
+            yield sp, i
+
+
+def blocks(result: Search, replicas: int | None = None) -> dict[str, list[tuple]]:
+    """(start, end, row) per kind (see `placed`)."""
+    out: dict[str, list[tuple]] = {k: [] for k in NAMES}
+    for sp, row in placed(result, replicas):
+        out[sp.kind].append((sp.start, sp.end, row))
     return out
 
 

@@ -3,9 +3,10 @@
 // colours come in that data from pslab/drawing/palette.py, so no colour is written here.
 //   layout_spec: {height, font, panels: [{share, left, right, top, bottom, xlabel, ylabel, ylog,
 //            yinvert, xfmt, yfmt, zoom}]}                      (changes rarely)
-//   legend: [{colour, label, line}]                             (changes with the runs shown)
-//   panels: [{xlim, ylim, yticks, colours, rects: {x0, x1, y0, y1, c, widen}, lines,
-//             vline, hover: {lines, cols, tables}}]             (changes on every slider step)
+//   legend: [{colour, label, line, dash}]                       (changes with the runs shown)
+//   panels: [{xlim, ylim, yticks, colours, rects: {x0, x1, y0, y1, c, widen}, lines: [{x, y,
+//             colour, width, dash, label, hover}], vline, hover: {lines, cols, tables}}]
+//                                                              (changes on every slider step)
 
 const MIN_PX = 4;  // a fetch or push narrower than this on a long run is drawn this wide
 
@@ -128,8 +129,8 @@ function render({ model, el }) {
     const y = 4 + font / 2;
     for (const item of legend) {
       if (item.line) {
-        g.strokeStyle = item.colour; g.lineWidth = 2;
-        g.beginPath(); g.moveTo(x, y); g.lineTo(x + 18, y); g.stroke();
+        g.strokeStyle = item.colour; g.lineWidth = 2; g.setLineDash(item.dash ? [5, 3] : []);
+        g.beginPath(); g.moveTo(x, y); g.lineTo(x + 18, y); g.stroke(); g.setLineDash([]);
       } else {
         g.fillStyle = item.colour; g.fillRect(x, y - 5, 16, 10);
         g.strokeStyle = "#000"; g.lineWidth = 0.6; g.strokeRect(x, y - 5, 16, 10);
@@ -244,11 +245,13 @@ function render({ model, el }) {
         return (p.hover.lines || []).map(t => fill(t, p, i)).filter(t => t !== null).join("\n");
     }
     let best = null;
-    for (const line of p.lines || [])
+    for (const line of p.lines || []) {
+      if (line.hover === false) continue;  // a separator between rows: nothing to tell
       line.x.forEach((vx, k) => {
         const d = Math.hypot(gm.sx(vx) - x, gm.sy(line.y[k]) - y);
         if (d < 10 && (!best || d < best.d)) best = { d, line, k };
       });
+    }
     if (!best) return "";
     const { line, k } = best;
     return `${line.label}\n${gm.L.xname || "x"} ${num(line.x[k])}\n` +
