@@ -18,6 +18,15 @@ def test_packed_columns_come_back_exactly():
     x = np.array([0.0, 1 / 3, 87.25, 1e-9])
     assert column(packed(x)).tolist() == x.tolist()  # float64: no digit lost
     assert column(packed(np.array([-1, 0, 7]), "i4")).tolist() == [-1, 0, 7]
+    y = np.array([0.1, 123.456789, 1e4 / 3])  # float32: 7 significant digits, 4 bytes each
+    assert len(packed(y, "f4")["data"]) == 12
+    assert column(packed(y, "f4")) == pytest.approx(y, rel=1e-7)
+    for values, dtype in (([-1, 0, 127], "i1"), ([-1, 128], "i2"), ([0, 40000], "i4"),
+                          ([], "i1"), ([True, False], "i1")):
+        got = packed(np.array(values), "int")
+        assert got["dtype"] == dtype and column(got).tolist() == [int(v) for v in values]
+    with pytest.raises(ValueError, match="values must fit in 32-bit integers"):
+        packed(np.array([2**40]), "int")
     assert column([1, 2]).tolist() == [1, 2]  # a plain list reads as it is
 
 

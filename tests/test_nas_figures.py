@@ -224,7 +224,7 @@ def test_nas_timeline_hover_says_what_each_child_was_and_how_it_did():
     shown = _hover(panel)
     table = rows(result, replicas=4)
     assert [label for _, label, _ in table] == panel["hover"]["tables"]["rows"]
-    expected = Counter((NAMES[k], round(a, 4), round(b, 4), table[r][1])
+    expected = Counter((NAMES[k], np.float32(a), np.float32(b), table[r][1])  # sent as f4
                        for k, found in blocks(result, replicas=4).items() for a, b, r in found)
     assert Counter((b["kind"], b["start"], b["end"], b["row"]) for b in shown) == expected
     kinds = [b["kind"] for b in shown]
@@ -239,7 +239,7 @@ def test_nas_timeline_hover_says_what_each_child_was_and_how_it_did():
         sample = next(s for s in result.samples
                       if (s.controller, s.child, s.round) == (k, j, b["round"]))
         assert b["child"] == f"{describe(sample.arch)}, held-out accuracy {sample.accuracy:.1%}"
-        assert (b["start"], b["end"]) == (round(sample.start, 4), round(sample.end, 4))
+        assert (b["start"], b["end"]) == (np.float32(sample.start), np.float32(sample.end))
     assert {b["shard"] for b in shown if b["kind"] in (NAMES["fetch"], NAMES["push"])} == {0, 1}
     assert "C4" not in panel["hover"]["tables"]["rows"]  # the first 4 of 5 replicas shown
 

@@ -448,7 +448,8 @@ def test_timeline_hover_says_what_each_block_is():
         worker = int(who[1:]) if who.startswith("G") else None
         span = (worker, shard, kind, x0[i], x1[i], got["step"][i], note)
         seen.add(span)
-    assert seen == {(s.worker, s.shard, s.kind, s.start, s.end, s.step, s.note) for s in shown}
+    assert seen == {(s.worker, s.shard, s.kind, np.float32(s.start), np.float32(s.end), s.step,
+                     s.note) for s in shown}  # block edges are sent as float32
     assert {n for *_, n in seen} >= {None, "queue"}  # why a white block waited: it shows
     assert tables["why"] == [NOTES[n] for n in NOTES]
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..drawing.palette import PALETTES
-from ..notebook.browser_plots import DIGITS, FONT, packed
+from ..notebook.browser_plots import FONT, packed
 from ..notebook.livefigure import nice_ceiling
 from .search import Search
 from .space import describe
@@ -63,20 +63,17 @@ def tiers_panel(result: Search, replicas: int | None = 4) -> dict[str, Any]:
         xlim=[0.0, xmax], ylim=[-0.5, len(table) - 0.5], vline=result.makespan,
         yticks=[[i, label] for i, (_, label, _) in enumerate(table)],
         colours=[PALETTES["ps"][k] for k in KINDS],
-        rects=dict(x0=packed(np.round(cols["x0"], DIGITS)),
-                   x1=packed(np.round(cols["x1"], DIGITS)),
-                   y0=packed(row - HEIGHT / 2), y1=packed(row + HEIGHT / 2),
-                   c=packed(np.array(cols["kind"]), "i4"),
-                   widen=packed(np.isin(cols["kind"], [0, 1, 2]), "i4")),
+        rects=dict(x0=packed(cols["x0"], "f4"), x1=packed(cols["x1"], "f4"),
+                   y0=packed(row - HEIGHT / 2, "f4"), y1=packed(row + HEIGHT / 2, "f4"),
+                   c=packed(cols["kind"], "int"),
+                   widen=packed(np.isin(cols["kind"], [0, 1, 2]), "int")),
         lines=[dict(x=[0.0, xmax], y=[i - 0.5, i - 0.5], colour=SEPARATOR, width=1,
                     hover=False) for i in starts],
         hover=dict(lines=["{who:rows}: {kind:kinds}, round {step}", "start {x0} s, end {x1} s",
                           "shard S{shard}", "child {child:children}"],
-                   cols=dict(who=packed(np.array(cols["row"]), "i4"),
-                             kind=packed(np.array(cols["kind"]), "i4"),
-                             step=packed(np.array(cols["step"]), "i4"),
-                             shard=packed(np.array(cols["shard"]), "i4"),
-                             child=packed(np.array(cols["child"]), "i4")),
+                   cols={name: packed(cols[key], "int") for name, key in (
+                       ("who", "row"), ("kind", "kind"), ("step", "step"), ("shard", "shard"),
+                       ("child", "child"))},
                    tables=dict(rows=[label for _, label, _ in table],
                                kinds=list(NAMES.values()), children=list(children))))
 

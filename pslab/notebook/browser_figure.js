@@ -62,12 +62,14 @@ function fill(template, panel, i) {
 }
 
 // columns come as {dtype, data}: raw bytes sent as a binary buffer (a DataView here)
+const ARRAYS = { f8: Float64Array, f4: Float32Array, i4: Int32Array, i2: Int16Array,
+                 i1: Int8Array };
 function unpack(v) {
   if (Array.isArray(v)) return v.map(unpack);
   if (!v || typeof v !== "object" || v instanceof DataView) return v;
   if (v.dtype && v.data instanceof DataView) {
     const d = v.data, bytes = d.buffer.slice(d.byteOffset, d.byteOffset + d.byteLength);
-    return v.dtype === "f8" ? new Float64Array(bytes) : new Int32Array(bytes);
+    return new ARRAYS[v.dtype](bytes);
   }
   const out = {};
   for (const k of Object.keys(v)) out[k] = unpack(v[k]);

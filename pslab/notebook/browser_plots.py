@@ -64,14 +64,14 @@ def timeline_panel(run: Run, palette: str, rows: Sequence[str], xmax: float) -> 
         xlim=[0.0, xmax], ylim=[-0.5, len(rows) - 0.5], vline=run.makespan,
         yticks=[[i, r] for i, r in enumerate(rows)],
         colours=[PALETTES[palette][k] for k in EVERY_KIND],
-        rects=dict(x0=packed(b["start"]), x1=packed(b["end"]), y0=packed(b["y0"]),
-                   y1=packed(b["y1"]), c=packed(kind, "i4"),
-                   widen=packed(~np.isin(b["kind"], ("idle", "compute")), "i4")),
+        rects=dict(x0=packed(b["start"], "f4"), x1=packed(b["end"], "f4"),
+                   y0=packed(b["y0"], "f4"), y1=packed(b["y1"], "f4"), c=packed(kind, "int"),
+                   widen=packed(~np.isin(b["kind"], ("idle", "compute")), "int")),
         hover=dict(lines=["{who:who}: {kind:kinds}, step {step}",
                           "start {x0} s, end {x1} s", "shard S{shard}", "{note:why}"],
-                   cols=dict(who=packed(who, "i4"), kind=packed(kind, "i4"),
-                             step=packed(b["step"], "i4"), shard=packed(b["shard"], "i4"),
-                             note=packed(note, "i4")),
+                   cols=dict(who=packed(who, "int"), kind=packed(kind, "int"),
+                             step=packed(b["step"], "int"), shard=packed(b["shard"], "int"),
+                             note=packed(note, "int")),
                    tables=dict(who=[*rows, "server"], why=WHY,
                                kinds=[legend_label(k, palette) for k in EVERY_KIND])))
 
@@ -85,8 +85,25 @@ def _codes(names: np.ndarray, codes: dict[str, int]) -> np.ndarray:
 
 def packed(values: np.ndarray, dtype: str = "f8") -> dict[str, Any]:
     """A column as raw little-endian bytes: sent as a binary buffer, no JSON number text
-    (browser_figure.js reads it as a Float64Array or Int32Array)."""
+    (browser_figure.js reads it as a typed array). dtype: "f8", "f4" (7 significant digits,
+    far below a pixel even zoomed in, in half the bytes: a timeline's block edges) or "int"
+    (the narrowest of i1, i2, i4 that holds every value: kinds, rows, steps)."""
+    values = np.asarray(values)
+    if dtype == "int":
+        dtype = narrowest_int(values)
     return {"dtype": dtype, "data": np.ascontiguousarray(values, "<" + dtype).tobytes()}
+
+
+def narrowest_int(values: np.ndarray) -> str:
+    """"i1", "i2" or "i4": the fewest bytes a signed integer column needs."""
+    if not values.size:
+        return "i1"
+    low, high = int(values.min()), int(values.max())
+    for dtype in ("i1", "i2", "i4"):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return dtype
+    raise ValueError(f"values must fit in 32-bit integers (got {low} to {high})")
 
 
 def column(value: Any) -> np.ndarray:
