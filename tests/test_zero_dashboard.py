@@ -32,7 +32,38 @@ def test_it_starts_ready_with_the_numbers_of_its_run(dash):
     assert fmt_bytes(bytes_per_worker(3, model_bytes(64), 4)) + " sent per worker" in text
     assert fmt_bytes(dash.run.memory[0].total) + " of model states per GPU" in text
     assert dash.snapshot()[:4] == b"\x89PNG" and dash.figures["timeline"].panels
-    assert dash.images["memory"].value[:4] == b"\x89PNG"
+    assert dash.figures["memory"].panels and dash.figures["memory"].legend
+
+
+@pytest.mark.parametrize("change, outlined", [(dict(), 3), (dict(mode="ZeRO-1"), 1),
+                                              (dict(mode="sync", workers=8, hidden=256), 0)])
+def test_memory_bars_are_each_stages_bytes_with_the_mode_on_show_outlined(change, outlined):
+    """Drawn by the browser: per stage, the stacked parts are worker 0's parameters,
+    gradients and gathered layer (pslab.zero.worker_memory) in the unit on the axis; the
+    stage of the mode on show has the thick outline; a hover says the part's bytes."""
+    from pslab.drawing.zero_plot import STATES
+    from pslab.simulate import owner_layout
+    from pslab.zero import worker_memory
+
+    dash = zero_dashboard(settle_delay=None, **change)
+    s = dash.settings
+    panel, spec = dash.figures["memory"].panels[0], dash.figures["memory"].layout_spec
+    mems = [worker_memory(owner_layout(s.workers, s.hidden), s.workers, k)[0]
+            for k in range(4)]
+    unit = {"kB": 1e3, "MB": 1e6, "bytes": 1.0}[spec["panels"][0]["ylabel"].split()[0]]
+    r, tables = panel["rects"], panel["hover"]["tables"]
+    for k, mem in enumerate(mems):
+        parts = [i for i, x in enumerate(r["x0"]) if round(x + 0.35) == k]
+        held = {STATES[r["c"][i]][0]: (r["y1"][i] - r["y0"][i]) * unit for i in parts}
+        assert held == pytest.approx({key: getattr(mem, key) for key, *_ in STATES
+                                      if getattr(mem, key) > 0}, rel=1e-5)
+        assert max(r["y1"][i] for i in parts) * unit == pytest.approx(mem.total, rel=1e-5)
+        assert {tables["texts"][panel["hover"]["cols"]["total"][i]] for i in parts} == \
+            {fmt_bytes(mem.total)}
+    (outline,) = panel["lines"]
+    assert min(outline["x"]) == outlined - 0.35 and max(outline["y"]) * unit == \
+        pytest.approx(mems[outlined].total, rel=1e-5)
+    assert f"N = {s.workers}" in spec["panels"][0]["xlabel"]
 
 
 @pytest.mark.parametrize("change", [dict(workers=8), dict(mode="sync"), dict(mode="ZeRO-1"),

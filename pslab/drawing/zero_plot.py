@@ -48,7 +48,7 @@ def memory_bars(groups: dict[str, Sequence[Memory]]) -> Figure:
     fig = Figure(figsize=(CELL_IN, 3.4), layout="constrained")
     axes = fig.subplots(1, len(groups), squeeze=False)[0]
     for ax, (title, mems) in zip(axes, groups.items()):
-        unit, unit_name = _unit(max(m.total for m in mems))
+        unit, unit_name = bytes_unit(max(m.total for m in mems))
         names = ["none", "ZeRO-1", "ZeRO-2", "ZeRO-3"][:len(mems)]
         bottom = [0.0] * len(mems)
         for key, label, colour in STATES:
@@ -67,7 +67,8 @@ def memory_bars(groups: dict[str, Sequence[Memory]]) -> Figure:
     return fig
 
 
-def _unit(most: float) -> tuple[float, str]:
+def bytes_unit(most: float) -> tuple[float, str]:
+    """(bytes per unit, its name): the largest of GB, MB, kB that `most` bytes reach."""
     for unit, name in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
         if most >= unit:
             return unit, name

@@ -27,13 +27,13 @@ from ..collectives import bytes_per_worker
 from ..drawing.dataflow_plot import fmt_bytes
 from ..drawing.sizes import CELL_IN
 from ..drawing.timeline_plot import TimelinePlot, legend_handles, shard_label
-from ..drawing.zero_plot import memory_bars
 from ..model import single_thread
 from ..result import Run
 from ..simulate import owner_layout
 from ..training import train
 from ..zero import worker_memory
 from .browser_figure import BrowserFigure
+from .browser_memory import MEMORY_LEGEND, memory_layout, memory_panel
 from .browser_plots import (CURVES_LAYOUT, curves, timeline_layout, timeline_legend,
                             timeline_panel, timeline_rows)
 from .controls import BANDWIDTHS, _options, check_settle_delay, dress
@@ -57,7 +57,7 @@ def _png(fig: Figure) -> bytes:
 class ZeroDashboard(widgets.Dashboard):
     """Controls + the live timeline and memory bars of notebook 07. Display it as the last
     line of a cell. Headless: `dash.set(workers=8, mode="sync")`, then `dash.run`,
-    `dash.images`, `dash.numbers.value`."""
+    `dash.figures` (the data the browser draws), `dash.numbers.value`."""
 
     def __init__(self, *, settle_delay: float | None = 0.25, **start: Any):
         check_settle_delay(settle_delay)
@@ -77,16 +77,13 @@ class ZeroDashboard(widgets.Dashboard):
         }
         for name, c in self.controls.items():
             dress(name, c, HELP[name])
-        # the timeline drawn by the browser from the run's data (hover, zoom), as the core
-        # dashboard's; the memory bars a PNG (they change only with N or the model size)
+        # drawn by the browser from the runs' data (hover, zoom), as the core dashboard's
         self.figures = {"timeline": BrowserFigure(timeline_layout("ps")),
-                        "training": BrowserFigure(CURVES_LAYOUT)}
+                        "training": BrowserFigure(CURVES_LAYOUT),
+                        "memory": BrowserFigure(memory_layout("kB"))}
         for n, fig in self.figures.items():
             fig.layout = W.Layout(width="auto", min_width="0", margin="0")
             fig.add_class(f"pslab-{n}")
-        self.images = {"memory": W.Image(format="png", layout=W.Layout(
-            width="100%", height="auto", max_width=f"{int(CELL_IN * DPI)}px", margin="0"))}
-        self.images["memory"].add_class("pslab-memory")
         self.status, self.numbers, self.caption, self.code = (W.HTML(), W.HTML(), W.HTML(),
                                                               W.HTML())
         self.status.add_class("pslab-status")
@@ -101,7 +98,7 @@ class ZeroDashboard(widgets.Dashboard):
                             layout=column)], layout=wrap),
              self.status, self.caption, self.figures["timeline"], self.figures["training"],
              self.numbers,
-             self.images["memory"], self.code],
+             self.figures["memory"], self.code],
             layout=W.Layout(width="100%", max_width="1200px"))
         self.widget.add_class("pslab-dashboard")
         self._runs: dict[tuple, Run] = {}
@@ -143,7 +140,7 @@ class ZeroDashboard(widgets.Dashboard):
             timeline_legend("ps", [run]))
         self.caption.value = ("<div style='font-size:12px;line-height:1.25'>"
                               + html.escape(self._title(s, self.shown)) + "</div>")
-        faded = (self.figures["training"], self.numbers, self.images["memory"])
+        faded = (self.figures["training"], self.numbers, self.figures["memory"])
         for part in faded[:2] if self._memory_for == _memory_key(s) else faded:
             part.layout.opacity = "0.45"  # of older values until the sliders rest
 
@@ -164,10 +161,10 @@ class ZeroDashboard(widgets.Dashboard):
                               f"{self._previous[0].workers}")
             self.figures["training"].show(*curves(runs, labels))
             self._previous = (s, self.shown)
-            if self._memory_for != _memory_key(s):  # a Figure drawn whole: ~0.2 s, not per key
-                self.images["memory"].value = _png(self._memory_figure(s))
+            if self._memory_for != _memory_key(s):  # they change only with N, size, stage
+                self._show_memory(s)
                 self._memory_for = _memory_key(s)
-            for part in (self.figures["training"], self.numbers, self.images["memory"]):
+            for part in (self.figures["training"], self.numbers, self.figures["memory"]):
                 part.layout.opacity = "1"
             self.code.value = ("<details><summary>this run in one line of Python</summary>"
                                "<code>" + html.escape(s.code()) + "</code></details>")
@@ -200,18 +197,17 @@ class ZeroDashboard(widgets.Dashboard):
                   columnspacing=0.8, handlelength=1.2, borderaxespad=0.2)
         return _png(fig)
 
-    def _memory_figure(self, s: ZeroSettings) -> Figure:
+    def _show_memory(self, s: ZeroSettings) -> None:
+        """The memory bars of every stage at this N and model size, this mode's outlined."""
         layout = owner_layout(s.workers, s.hidden)
         mems = [worker_memory(layout, s.workers, k)[0] for k in range(4)]
-        fig = memory_bars({f"our MLP (hidden {s.hidden}) on N = {s.workers}: bytes per GPU, "
-                           f"worker 0": mems})
-        fig.set_size_inches(CELL_IN, 2.3)
-        fig.set_dpi(DPI)
-        bars = fig.axes[0].patches
-        for k, patch in enumerate(bars):  # the mode on show outlined: 4 bars per state
-            if k % 4 == s.stage:
-                patch.set_linewidth(2.4)
-        return fig
+        spec, panel = memory_panel(  # sync, allreduce: stage 0 outlined, nothing sharded
+            mems, s.stage, f"our MLP (hidden {s.hidden}) on N = {s.workers}: worker 0's bytes "
+                           "at each stage (this mode outlined)")
+        figure = self.figures["memory"]
+        if figure.layout_spec != spec:
+            figure.layout_spec = spec
+        figure.show([panel], MEMORY_LEGEND)
 
     @staticmethod
     def _title(s: ZeroSettings, run: Run) -> str:
