@@ -5,7 +5,8 @@ figure 000 (sync and async, a straggler), figure 001 (accumulate 1 vs 2) and the
 (S = 1, 2, 4) run across network namespaces (pslab.processes.network) and on the virtual clock
 with that Cluster. One row per case with `measured_step` and `simulated_step` (seconds per step)
 and the error; then the calibration and the summary (median and worst error, ranking). Needs
-root (network namespaces): elsewhere one row says why it was not measured. About 90 s here.
+root (network namespaces): elsewhere one row says why it was not measured. About 30 s here
+(each rank forked into its host, hosts_fork.py; ~90 s when each host started its own Python).
 """
 from __future__ import annotations
 

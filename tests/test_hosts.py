@@ -21,11 +21,12 @@ def alive(procs) -> list[int]:
     return [p.pid for p in procs if p.poll() is None]
 
 
-def test_sync_across_three_hosts_under_torchrun_gives_the_simulated_weights(tmp_path):
+@pytest.mark.parametrize("launcher", ["torchrun", "fork"])
+def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher):
     with Hosts(3, bandwidth=50e6) as hosts:
         assert len(set(hosts.addresses)) == 3 and all(a.startswith("10.77.")
                                                         for a in hosts.addresses)
-        procs = torchrun_across(hosts, tmp_path, shards=1, steps=6)
+        procs = torchrun_across(hosts, tmp_path, shards=1, steps=6, launcher=launcher)
         codes = wait_all(procs, 180)
         logs = [p.stdout.read()[-1500:] for p in procs]
         assert codes == [0, 0, 0], logs
@@ -39,10 +40,11 @@ def test_sync_across_three_hosts_under_torchrun_gives_the_simulated_weights(tmp_
     assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
 
 
-def test_a_killed_worker_host_leaves_nothing_behind(tmp_path):
+@pytest.mark.parametrize("launcher", ["torchrun", "fork"])
+def test_a_killed_worker_host_leaves_nothing_behind(tmp_path, launcher):
     with Hosts(3, bandwidth=50e6) as hosts:
         procs = torchrun_across(hosts, tmp_path, shards=1, steps=400, time_scale=0.05,
-                                timeout=3)
+                                timeout=3, launcher=launcher)
         report = tmp_path / "rank2.jsonl"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (report.exists() and report.stat().st_size):
@@ -53,6 +55,25 @@ def test_a_killed_worker_host_leaves_nothing_behind(tmp_path):
             os.kill(pid, signal.SIGKILL)
         codes = wait_all(procs, 60)
         assert codes[2] is not None and any(c not in (0, None) for c in codes[:2]), codes
+    assert leftovers() == [] and not alive(procs)
+
+
+def test_a_process_that_enters_a_host_sees_only_that_hosts_network():
+    code = ("import socket, sys\nfrom pslab.processes.hosts_fork import enter\n"
+            "enter(sys.argv[1])\nprint(sorted(n for _, n in socket.if_nameindex()))\n"
+            "s = socket.socket(); s.bind((sys.argv[2], 0)); print('bound')\n")
+    with Hosts(2, bandwidth=50e6) as hosts:
+        inside = subprocess.run([sys.executable, "-c", code, hosts.namespace(1),
+                                 hosts.addresses[1]], capture_output=True, text=True)
+        outside = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
+    assert inside.stdout.split("\n")[:2] == ["['eth0', 'lo']", "bound"], inside.stderr
+    assert hosts.addresses[1] not in outside  # the host's address exists only in its namespace
+    assert leftovers() == []
+
+
+def test_a_forked_rank_that_is_stopped_at_once_leaves_nothing_behind(tmp_path):
+    with Hosts(3, bandwidth=50e6) as hosts:  # closed while the ranks may still be starting
+        procs = torchrun_across(hosts, tmp_path, shards=1, steps=400, launcher="fork")
     assert leftovers() == [] and not alive(procs)
 
 

@@ -149,8 +149,8 @@ class Hosts:
             if p.poll() is None:
                 try:
                     os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                except ProcessLookupError:  # no group of its own yet (a rank forked just now)
+                    _kill(p)
         for p in self.procs:
             try:
                 p.wait(timeout=10)
@@ -186,6 +186,13 @@ def _rates(bandwidth, count: int) -> list[float | None]:
     return [number(name, bandwidth, low=1e5, high=1e11)] * count
 
 
+def _kill(p) -> None:
+    try:
+        p.kill()
+    except ProcessLookupError:
+        pass
+
+
 def _run(cmd: list[str]) -> None:
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
@@ -202,9 +209,12 @@ def torchrun_across(hosts: Hosts, out: str | Path, shards: int = 1, mode: str = 
     files); `pslab.processes.load_run(out)` reads the run once they are done.
     launcher="direct": each host runs the rank itself with the variables torchrun would set
     (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the same run without torchrun's agent
-    processes, half the Pythons to start (the measured-vs-simulated cases use it)."""
+    processes, half the Pythons to start.
+    launcher="fork": the same ranks forked from the warm forkserver into each host's network
+    namespace (hosts_fork.py): no Python to start, no torch to import (the measured-vs-simulated
+    cases use it; each rank's output goes to `out`/rank<r>.out)."""
     shards = integer("shards", shards, high=hosts.count - 1)
-    one_of("launcher", launcher, ("torchrun", "direct"))
+    one_of("launcher", launcher, ("torchrun", "direct", "fork"))
     workers = hosts.count - shards
     torchrun = Path(sys.executable).with_name("torchrun")
     master = str(ipaddress.ip_address(hosts.addresses[0]))
@@ -214,14 +224,23 @@ def torchrun_across(hosts: Hosts, out: str | Path, shards: int = 1, mode: str = 
                 "--steps", str(steps), "--timeout", str(timeout), "--time-scale",
                 str(time_scale), "--address", address, "--out", str(out), *extra]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        ranks = dict(RANK=str(r), WORLD_SIZE=str(hosts.count), MASTER_ADDR=master,
+                     MASTER_PORT=str(port), LOCAL_RANK="0")
+        if launcher == "fork":
+            from .hosts_fork import fork_rank
+
+            Path(out).mkdir(parents=True, exist_ok=True)
+            procs.append(fork_rank(hosts.namespace(r), ranks, rank,
+                                   str(Path(out) / f"rank{r}.out")))
+            hosts.procs.append(procs[-1])
+            continue
         if launcher == "torchrun":
             cmd = [str(torchrun), "--nnodes", str(hosts.count), "--nproc-per-node", "1",
                    "--node-rank", str(r), "--rdzv-backend", "static", "--master-addr", master,
                    "--master-port", str(port), "-m", "pslab.processes", *rank]
         else:
             cmd = [sys.executable, "-m", "pslab.processes", *rank]
-            env.update(RANK=str(r), WORLD_SIZE=str(hosts.count), MASTER_ADDR=master,
-                       MASTER_PORT=str(port), LOCAL_RANK="0")
+            env.update(ranks)
         procs.append(hosts.run(r, cmd, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True))
     return procs

@@ -61,15 +61,18 @@ def timing(case: Case, link: Link) -> dict[str, Any]:
 
 
 def measure(case: Case, link: Link, steps: int, bandwidth: float):
-    """The case across hosts: S shard hosts behind shaped links, W unshaped worker hosts."""
+    """The case across hosts: S shard hosts behind shaped links, W unshaped worker hosts. The
+    ranks are forked from the warm forkserver into their hosts (hosts_fork.py): no Python
+    started and no torch imported per host, which on two cores was most of a case's time."""
     from .hosts import run_across
 
     s, w = case.shards, case.workers
-    return run_across(hosts=s + w, bandwidth=[bandwidth] * s + [None] * w, shards=s,
-                      mode=case.mode, steps=steps, time_scale=1.0, timeout=20.0,
-                      out=tempfile.mkdtemp(prefix="pslab-network-"), launcher="direct",
-                      extra=["--transfers", "wire", "--accumulate", str(case.accumulate),
-                             "--cluster", json.dumps(timing(case, link))])
+    with tempfile.TemporaryDirectory(prefix="pslab-network-") as out:
+        return run_across(hosts=s + w, bandwidth=[bandwidth] * s + [None] * w, shards=s,
+                          mode=case.mode, steps=steps, time_scale=1.0, timeout=20.0, out=out,
+                          launcher="fork",
+                          extra=["--transfers", "wire", "--accumulate", str(case.accumulate),
+                                 "--cluster", json.dumps(timing(case, link))])
 
 
 def simulate(case: Case, link: Link, steps: int):

@@ -1,0 +1,102 @@
+"""Start a run's ranks on the hosts in a blink: forked from the launcher's forkserver (torch,
+torch.distributed and pslab already imported there) and moved into their host's network
+namespace with setns(2), instead of one fresh Python per host under `ip netns exec` that
+imports torch again (2-3 s of CPU each: on two cores, most of a live across-hosts check).
+
+What the rank then does is the same as under torchrun: the same command line, the same
+RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT variables, its reports in the run folder. Only the
+network namespace is entered (the one thing a host is here): the rank's sockets, interfaces
+and addresses are its host's, as with `ip netns exec`; files are this machine's, as before.
+"""
+from __future__ import annotations
+
+import ctypes
+import io
+import os
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+CLONE_NEWNET = 0x40000000  # <sched.h>: setns's "this is a network namespace"
+NETNS_DIR = Path("/run/netns")  # where `ip netns add NAME` keeps the namespace's handle
+
+
+def enter(namespace: str) -> None:
+    """Move the calling thread (the whole process, called before it starts any thread) into
+    the network namespace that `ip netns add namespace` made, as `ip netns exec` does."""
+    fd = os.open(NETNS_DIR / namespace, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if hasattr(os, "setns"):  # Python >= 3.12
+            os.setns(fd, CLONE_NEWNET)
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"setns into network namespace {namespace}: "
+                                 f"{os.strerror(errno)}")
+    finally:
+        os.close(fd)
+
+
+def _rank(namespace: str, env: dict[str, str], argv: list[str], log: str, caller: int) -> None:
+    """A forked rank's life: its own session (stopped whole, like a Popen'd one), its host's
+    network, its output to `log`, gone with the caller, then the rank as torchrun runs it."""
+    from .child import watch
+    from .torchrun import run_rank
+
+    os.setsid()
+    enter(namespace)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    os.environ.update(env)
+    watch(caller)  # the forkserver is its parent: without this a killed kernel would orphan it
+    run_rank(argv)
+
+
+class ForkedRank:
+    """A forked rank with the part of Popen's interface the hosts use (pid, poll, wait, and
+    stdout: what it printed, read from its log)."""
+
+    def __init__(self, process, log: str):
+        self.process, self.log = process, log
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.process.join(timeout)
+        if self.process.exitcode is None:
+            raise subprocess.TimeoutExpired(f"rank pid {self.pid}", timeout)
+        return self.process.exitcode
+
+    def kill(self) -> None:
+        self.process.kill()
+
+    @property
+    def stdout(self) -> io.StringIO:
+        try:
+            return io.StringIO(Path(self.log).read_text(errors="replace"))
+        except OSError:
+            return io.StringIO("")
+
+
+def fork_rank(namespace: str, env: dict[str, str], argv: Sequence[str], log: str) -> ForkedRank:
+    """Start one rank of `python -m pslab.processes argv` inside `namespace`, from the
+    forkserver (started now if it is not running yet)."""
+    from .group import PRELOAD
+    from .launcher import main_module_hidden
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)  # no effect once the server runs
+    p = ctx.Process(target=_rank, args=(namespace, env, list(argv), log, os.getpid()),
+                    name=f"pslab-host-{namespace}", daemon=True)
+    with main_module_hidden():
+        p.start()
+    return ForkedRank(p, log)
