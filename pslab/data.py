@@ -8,13 +8,14 @@ sync N×b reads exactly the rows of 1×N·b: the equivalence tests rest on this.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 import torch
 
 TEST_FRACTION = 0.2
+KEEP_EPOCHS = 4  # shuffled copies of the training split a Digits keeps (about 0.4 MB each)
 _SPLIT, _EPOCH = 1, 2  # stream ids, so the split and the epoch shuffles never share random numbers
 
 
@@ -44,6 +45,9 @@ class Digits:
     x_test: torch.Tensor
     y_test: torch.Tensor
     seed: int
+    # epoch -> the training split in that epoch's shuffled order (a few kept: workers in
+    # different epochs), so a minibatch within one epoch is a slice of it, not a gather
+    _shuffled: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, seed: int) -> "Digits":
@@ -82,11 +86,28 @@ class Digits:
 
     def minibatch(self, update: int, worker: int, micro: int, workers: int, accumulate: int,
                   batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rows of minibatch `micro` of worker `worker` in global batch `update`."""
+        """Rows of minibatch `micro` of worker `worker` in global batch `update` (views of a
+        cached shuffled copy when they lie in one epoch: the same values, not to be written)."""
         start = (update * workers + worker) * accumulate * batch + micro * batch
+        epoch, offset = divmod(start, len(self.y_train))
+        if offset + batch <= len(self.y_train):  # within one epoch, as most minibatches are
+            x, y = self.shuffled(epoch)
+            return x[offset:offset + batch], y[offset:offset + batch]
         idx = torch.from_numpy(self.rows(start, batch))
         # index_select: the same rows copied as x[idx] does, without advanced indexing's parsing
         return self.x_train.index_select(0, idx), self.y_train.index_select(0, idx)
+
+    def shuffled(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The training split in epoch `epoch`'s order: one gather per epoch instead of one per
+        minibatch (a run takes thousands of minibatches of a few dozen rows)."""
+        held = self._shuffled.get(epoch)
+        if held is None:
+            if len(self._shuffled) >= KEEP_EPOCHS:
+                del self._shuffled[min(self._shuffled)]
+            idx = torch.from_numpy(self._epoch(epoch))
+            held = self._shuffled[epoch] = (self.x_train.index_select(0, idx),
+                                            self.y_train.index_select(0, idx))
+        return held
 
 
 @lru_cache(maxsize=64)

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 Params = dict[str, torch.Tensor]
 aten = torch.ops.aten
 MEAN, IGNORE = 1, -100  # nll_loss's reduction code for "mean" and its default ignore_index
+# The kernels' own overloads: calling them skips the overload lookup of `aten.name(...)`
+NLL, NLL_BACKWARD = aten.nll_loss_forward.default, aten.nll_loss_backward.default
+LOG_SOFTMAX_BACKWARD = aten._log_softmax_backward_data.default
+TANH_BACKWARD = aten.tanh_backward.default
 
 # Server order: the output layer first, as figure 000 draws the shards ({W_o, b_o}, {W_h, b_h}).
 NAMES = ("W_o", "b_o", "W_h", "b_h")
@@ -46,8 +50,10 @@ def init_params(features: int, hidden: int, classes: int, seed: int) -> Params:
 
 
 def logits(p: Params, x: torch.Tensor) -> torch.Tensor:
-    h = torch.tanh(x @ p["W_h"].T + p["b_h"])  # tanh: smooth, so equivalences hold to rounding
-    return h @ p["W_o"].T + p["b_o"]
+    """The MLP's output: b_o + tanh(b_h + x W_h^T) W_o^T. addmm, as torch.nn.Linear: one kernel
+    for product and bias, the same bits as the product then the bias added."""
+    h = torch.tanh(torch.addmm(p["b_h"], x, p["W_h"].T))  # tanh: smooth, so equivalences hold
+    return torch.addmm(p["b_o"], h, p["W_o"].T)
 
 
 def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, Params]:
@@ -59,15 +65,22 @@ def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, P
     call: a run makes thousands of these calls on a few dozen rows, where autograd's graph
     building is most of the time. no_grad, not inference_mode: the gradients go on to be
     summed in place (all-reduce, accumulation), which inference tensors refuse."""
+    W_o = p["W_o"]
     with torch.no_grad():
-        h = torch.tanh(x @ p["W_h"].T + p["b_h"])
-        logp = torch.log_softmax(h @ p["W_o"].T + p["b_o"], 1)
-        loss, total = aten.nll_loss_forward(logp, y, None, MEAN, IGNORE)
-        g = aten.nll_loss_backward(torch.ones_like(loss), logp, y, None, MEAN, IGNORE, total)
-        g = aten._log_softmax_backward_data(g, logp, 1, logp.dtype)  # d loss / d logits
-        g_h = aten.tanh_backward(g.mm(p["W_o"]), h)  # d loss / d (x W_h^T + b_h)
+        h = _hidden(p, x)
+        logp = torch.log_softmax(torch.addmm(p["b_o"], h, W_o.t()), 1)
+        loss, total = NLL(logp, y, None, MEAN, IGNORE)
+        g = NLL_BACKWARD(torch.ones_like(loss), logp, y, None, MEAN, IGNORE, total)
+        g = LOG_SOFTMAX_BACKWARD(g, logp, 1, logp.dtype)  # d loss / d logits
+        g_h = TANH_BACKWARD(g.mm(W_o), h)  # d loss / d (x W_h^T + b_h)
         grads = {"W_o": g.t().mm(h), "b_o": g.sum(0), "W_h": g_h.t().mm(x), "b_h": g_h.sum(0)}
     return loss.item(), {name: grads[name] for name in p}
+
+
+def _hidden(p: Params, x: torch.Tensor) -> torch.Tensor:
+    """tanh(b_h + x W_h^T) as `logits` computes it, tanh taken in place (the same kernel,
+    one tensor fewer)."""
+    return torch.addmm(p["b_h"], x, p["W_h"].t()).tanh_()
 
 
 @torch.inference_mode()
@@ -81,9 +94,11 @@ def evaluate(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]
 def score(p: Params, data: "Digits") -> tuple[float, float]:
     """The two numbers a history record keeps: the loss on the training split and the accuracy
     on the test split. Only those (no training accuracy, no test loss): this runs after every
-    update, and each number is bit for bit what `evaluate` gives."""
-    loss = F.cross_entropy(logits(p, data.x_train), data.y_train).item()
-    right = logits(p, data.x_test).argmax(1) == data.y_test
+    update, and each number is bit for bit what `evaluate` gives (the kernels of `logits`)."""
+    W_o, b_o = p["W_o"].t(), p["b_o"]
+    loss = F.cross_entropy(torch.addmm(b_o, _hidden(p, data.x_train), W_o), data.y_train).item()
+    out = torch.addmm(b_o, _hidden(p, data.x_test), W_o)
+    right = out.argmax(1) == data.y_test
     return loss, right.float().mean().item()
 
 

@@ -26,7 +26,7 @@ from .modes import Policy
 from .result import Run
 from .server import ParameterServer
 from .simulation import Simulation, no_numbers
-from .worker import Worker
+from .worker import Worker, assemble
 
 
 def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: bool = False,
@@ -45,7 +45,7 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
     crew = [Worker(i, data, workers, accumulate, batch, layout=layout, assembled=assembled)
             for i in range(workers)]
 
-    score = partial(_score, server, data)
+    score = partial(_score, server, data, assembled)
 
     # ring: no server (allreduce.py); ZeRO: the workers own the shards (collectives.py)
     actors = ZeroSimulation if policy.stage else RingSimulation if policy.ring else Simulation
@@ -86,9 +86,11 @@ def seconds_by_worker(durations: np.ndarray) -> list[array]:
     return [array("d", row.tobytes()) for row in np.ascontiguousarray(durations, np.float64)]
 
 
-def _score(server: ParameterServer, data: Digits) -> tuple[float, float]:
-    """(training loss, test accuracy) of the server's weights now."""
-    return score(server.layout.unflatten(server.flat()), data)
+def _score(server: ParameterServer, data: Digits, assembled: list) -> tuple[float, float]:
+    """(training loss, test accuracy) of the server's weights now. Put together in the
+    workers' shared `assembled`: in sync mode the next round's workers fetch these very
+    tensors, so they reuse the weights instead of making them again."""
+    return score(assemble(server.layout, server.params, assembled), data)
 
 
 MAX_SHARDS = 256

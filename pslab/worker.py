@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from .data import Digits
-from .layout import Layout
+from .layout import Layout, Params
 from .model import loss_and_grad
 from .server import ParameterServer
 
@@ -20,6 +20,20 @@ def device_for(rank: int) -> torch.device:
     if torch.cuda.is_available():
         return torch.device(f"cuda:{rank % torch.cuda.device_count()}")
     return torch.device("cpu")
+
+
+def assemble(layout: Layout, shards: list[torch.Tensor], held: list) -> Params:
+    """The named weights made of the shards' keys, reusing `held` ([key, weights], updated)
+    when they were last put together from these very tensors, unchanged since: compared by
+    identity and `_version` (bumped by any in-place change); the tensors are held, so an id
+    is not reused."""
+    key = [(t, t._version) for t in shards]
+    before, weights = held
+    if len(before) != len(key) or any(a is not b or u != v
+                                      for (a, u), (b, v) in zip(before, key)):
+        weights = layout.unflatten(torch.cat(shards))
+        held[:] = [key, weights]
+    return weights
 
 
 class Worker:
@@ -56,12 +70,7 @@ class Worker:
         if self.data is None:
             return
         layout = self.layout
-        shards = [self.shards[s] for s in range(layout.shards)]
-        key = [(t, t._version) for t in shards]  # _version: bumped by any in-place change
-        held, weights = self.assembled
-        if len(held) != len(key) or any(a is not b or u != v for (a, u), (b, v) in zip(held, key)):
-            weights = layout.unflatten(torch.cat(shards))
-            self.assembled[:] = [key, weights]
+        weights = assemble(layout, [self.shards[s] for s in range(layout.shards)], self.assembled)
         total: torch.Tensor | None = None
         losses = []
         for micro in range(self.accumulate):
