@@ -54,10 +54,16 @@ class ParameterServer:
 
     def _apply(self, shard: int, grads: list[torch.Tensor]) -> None:
         w = self.params[shard]
-        g = grads[0].to(w.device)
-        for other in grads[1:]:  # summed in arrival order: the clock fixes it, so runs repeat
-            g = g + other.to(w.device)
-        self.params[shard] = w - self.lr * (g / len(grads))
+        device = w.device
+        if len(grads) == 1:  # x / 1 is x, bit for bit: no mean to take
+            step = grads[0].to(device) * self.lr
+        else:  # summed in arrival order (the clock fixes it, so runs repeat) into a new tensor,
+            # then divided and scaled in place: w - lr * (sum / n), the same kernels and bits
+            step = grads[0].to(device) + grads[1].to(device)
+            for other in grads[2:]:
+                step.add_(other.to(device))
+            step.div_(len(grads)).mul_(self.lr)
+        self.params[shard] = w - step
 
     def flat(self) -> torch.Tensor:
         """Every key in one vector (server order)."""
