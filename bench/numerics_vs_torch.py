@@ -24,7 +24,7 @@ from pslab.data import Digits
 from pslab.model import init_params, loss_and_grad, score
 from pslab.model import single_thread
 
-from .timing import measure, row
+from .timing import measure_in_turn, row
 
 WORKERS, BATCH, STEPS, LR, SEED, HIDDEN = 3, 32, 50, 0.5, 0, 32
 GOAL = 1.2  # pslab over the plain loop that makes the same evaluations (like for like)
@@ -95,12 +95,13 @@ def rows(quick: bool) -> list[dict[str, Any]]:
         for n, w in ours.items():
             torch.testing.assert_close(theirs[n], w, rtol=1e-4, atol=1e-5,
                                        msg=f"{name} loop ends with other {n}")
-    repeat = 5 if quick else 20
-    t_ours = measure(pslab_run, repeat)
-    t_plain = measure(plain_loop, repeat)
-    t_evals = measure(plain_with_evaluations, repeat)
-    t_same = measure(same_arithmetic, repeat)
-    t_bare = measure(pslab_without_evaluations, repeat)
+    repeat = 7 if quick else 20
+    # in turn, round after round: the ratios compare runs made under the same load
+    times = measure_in_turn({"ours": pslab_run, "plain": plain_loop,
+                             "evals": plain_with_evaluations, "same": same_arithmetic,
+                             "bare": pslab_without_evaluations}, repeat)
+    t_ours, t_plain, t_evals = times["ours"], times["plain"], times["evals"]
+    t_same, t_bare = times["same"], times["bare"]
     label = f"sync {WORKERS}x{BATCH}, {STEPS} updates"
     like = t_ours["median"] / t_evals["median"]
     return [

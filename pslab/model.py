@@ -50,10 +50,10 @@ def init_params(features: int, hidden: int, classes: int, seed: int) -> Params:
 
 
 def logits(p: Params, x: torch.Tensor) -> torch.Tensor:
-    """The MLP's output: b_o + tanh(b_h + x W_h^T) W_o^T. addmm, as torch.nn.Linear: one kernel
-    for product and bias, the same bits as the product then the bias added."""
-    h = torch.tanh(torch.addmm(p["b_h"], x, p["W_h"].T))  # tanh: smooth, so equivalences hold
-    return torch.addmm(p["b_o"], h, p["W_o"].T)
+    """The MLP's output: b_o + tanh(b_h + x W_h^T) W_o^T. F.linear, as torch.nn.Linear: one
+    addmm for product and bias, the same bits as the product then the bias added."""
+    h = torch.tanh(F.linear(x, p["W_h"], p["b_h"]))  # tanh: smooth, so equivalences hold
+    return F.linear(h, p["W_o"], p["b_o"])
 
 
 def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, Params]:
@@ -68,7 +68,7 @@ def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, P
     W_o = p["W_o"]
     with torch.no_grad():
         h = _hidden(p, x)
-        logp = torch.log_softmax(torch.addmm(p["b_o"], h, W_o.t()), 1)
+        logp = torch.log_softmax(F.linear(h, W_o, p["b_o"]), 1)
         loss, total = NLL(logp, y, None, MEAN, IGNORE)
         g = NLL_BACKWARD(torch.ones_like(loss), logp, y, None, MEAN, IGNORE, total)
         g = LOG_SOFTMAX_BACKWARD(g, logp, 1, logp.dtype)  # d loss / d logits
@@ -80,7 +80,7 @@ def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, P
 def _hidden(p: Params, x: torch.Tensor) -> torch.Tensor:
     """tanh(b_h + x W_h^T) as `logits` computes it, tanh taken in place (the same kernel,
     one tensor fewer)."""
-    return torch.addmm(p["b_h"], x, p["W_h"].t()).tanh_()
+    return F.linear(x, p["W_h"], p["b_h"]).tanh_()
 
 
 @torch.inference_mode()
@@ -95,9 +95,9 @@ def score(p: Params, data: "Digits") -> tuple[float, float]:
     """The two numbers a history record keeps: the loss on the training split and the accuracy
     on the test split. Only those (no training accuracy, no test loss): this runs after every
     update, and each number is bit for bit what `evaluate` gives (the kernels of `logits`)."""
-    W_o, b_o = p["W_o"].t(), p["b_o"]
-    loss = F.cross_entropy(torch.addmm(b_o, _hidden(p, data.x_train), W_o), data.y_train).item()
-    out = torch.addmm(b_o, _hidden(p, data.x_test), W_o)
+    W_o, b_o = p["W_o"], p["b_o"]
+    loss = F.cross_entropy(F.linear(_hidden(p, data.x_train), W_o, b_o), data.y_train).item()
+    out = F.linear(_hidden(p, data.x_test), W_o, b_o)
     right = out.argmax(1) == data.y_test
     return loss, right.float().mean().item()
 

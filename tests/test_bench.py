@@ -101,3 +101,14 @@ def pslab_run_async(workers, steps, seed):
 
     return pslab.train(mode="async", workers=workers, steps=steps, numerics=False,
                        cluster=clock_vs_simpy.CLUSTER, seed=seed)
+
+
+def test_measure_in_turn_runs_each_function_once_a_round():
+    from bench.timing import measure_in_turn
+
+    calls = []
+    times = measure_in_turn({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                            repeat=3, warmup=1)
+    assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-ups, then one of each per round
+    assert set(times) == {"a", "b"}
+    assert all(t["runs"] == 3 and t["min"] <= t["median"] <= t["max"] for t in times.values())
