@@ -1,14 +1,17 @@
 """The clock of figure 000's async runs, timing only, in one Python function (issue 19).
 
-A timing-only async run of 800 workers x 100 steps is 160k events of a few dozen float
-operations each; as actor methods (simulation.py) most of its time goes to calls and attribute
-look-ups, not to the schedule. Here the two events every such run is made of (a worker starts a
-step: fetch, compute; a worker's compute ends: push, the server's updates) are handled inline,
-with everything they read in local variables and the rows added a few thousand at a time:
-about 1.4x faster at 800 x 100 (process time), bit for bit the same run. The booking of the
-transfers and of the updates is one code for both paths (book_transfers, push_updates).
+A timing-only async run of 800 workers x 100 steps is 160k events and 761k spans; as actor
+methods (simulation.py) most of its time goes to calls, attribute look-ups and the spans' rows.
+Here the two events every such run is made of (a worker starts a step: fetch, compute; a
+worker's compute ends: push, the server's updates) are handled inline, with everything they
+read in local variables, and each event only books its jobs (Lindley's recursion) and logs
+who it was, when, and where its transfers started. numpy then makes the spans' rows from that
+log a few thousand events at a time (_add_rows): the holes between transfers, the compute and
+update spans, every code, by the same float operations on the same operands, in the actors'
+order. Bit for bit the same run at ~0.7x the time of the inlined loop that wrote each row.
 The heap is the clock's own, with the actors' own events in it: any other event (a stop asked
 by Ctrl-C) is run as the clock would, and what is left pending is what the actors would leave.
+The actors' booking (book_transfers, push_updates) stays here, beside the loop it must match.
 
 Simulation.run uses it only where it is exactly the actors' work: the base Simulation's
 handlers, no numerics, no barrier and no staleness bound (async, SoftSync); tests/test_fastloop.py
@@ -18,14 +21,18 @@ Layer: actors (below simulation.py, which calls it), above the clock and the tim
 from __future__ import annotations
 
 import math
-from heapq import heappop, heappush
+from array import array
+from heapq import heapify, heappop, heappush, heapreplace
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .engine import Stopped
+from .server import ParameterServer
 from .timeline import Record, gaps
 
 _new = tuple.__new__
-FLUSH = 3 * 2048  # row values gathered before one array.fromlist: one call per ~200 events
+FLUSH = 5 * 1500  # logged values gathered before their rows are made (~1500 events)
 
 
 def book_transfers(out: list, jobs: list, codes: list[int], who: int, hole: int,
@@ -90,74 +97,219 @@ def push_updates(out: list, updates: list, codes: list[int], when: int, now: flo
 
 
 def run_inline(sim: Any, until: float | None) -> None:
-    """Run a Simulation's clock as Clock.run(until) would, the two hot events inlined."""
+    """Run a Simulation's clock as Clock.run(until) would, the two hot events inlined; where
+    the run is not in the shape the inlined loop needs (_steady), the clock runs the actors."""
     clock = sim.clock
+    tables = _Tables(sim) if _steady(sim) else None
+    try:
+        while tables is not None and _segment(sim, tables, until):
+            tables = tables if _steady(sim) else None  # an outside event ran: still steady?
+        if tables is None:
+            clock.run(until)
+    except Stopped:  # the clock stays at the last event run, as it would in Clock.run
+        clock.stopped = True
+
+
+def _steady(sim: Any) -> bool:
+    """The inlined loop keeps one version, one push count and, per worker, one fetched version
+    for every shard: true of every run it takes (each push goes to every shard alike), checked.
+    """
+    server = sim.server
+    return (type(server).push is ParameterServer.push and len(server.versions) > 0
+            and len(set(server.versions)) == 1 and len(set(server._counts)) == 1
+            and all(len(set(f)) == 1 for f in sim._fetched))
+
+
+class _Tables:
+    """What the inlined loop and the row-maker read, made once per run."""
+
+    def __init__(self, sim: Any):
+        self.workers, self.shards = len(sim._transfers), len(sim._updates)
+        self.jobs = [[(shard, cost) for _, shard, cost in route] for route in sim._transfers]
+        self.updates = [(shard, cost) for _, shard, cost in sim._updates]
+        # an update starts where its push ends, on the same resource, unless the push went to a
+        # worker's own shard (colocated: a private link): then the loop logs where it starts
+        self.log_updates = any(job[0] is not update[0] for route in self.jobs
+                               for job, update in zip(route, self.updates))
+        cost = np.array([[cost for _, cost in route] for route in self.jobs])
+        self.cost = cost[:1] if (cost == cost[:1]).all() else cost  # one row: all alike
+        self.update_cost = np.array([cost for _, cost in self.updates])
+        self.fetch_codes = np.array(sim._job_codes["fetch", None])
+        self.push_codes = np.array(sim._job_codes["push", None])
+        self.update_codes = np.array(sim._update_codes)
+        self.durations = np.array([np.asarray(row, dtype=np.float64) for row in sim.durations])
+
+
+def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
+    """Run events until the next one is neither of the two (then run it as the clock would and
+    return True) or none is left before `until` (return False)."""
+    clock, server = sim.clock, sim.server
     heap, now, seq = clock._heap, clock.now, clock._seq
     start_event, computed_event = sim._start_step, sim._computed
-    steps, k, durations, fetched = sim.steps, sim.accumulate, sim.durations, sim._fetched
-    routes, updates, add = sim._transfers, sim._updates, sim.timeline.rows.fromlist
-    fetch_codes, push_codes = sim._job_codes["fetch", None], sim._job_codes["push", None]
-    update_codes, hole_code, compute_code = sim._update_codes, sim._hole, sim._compute
-    step_unit, rank_unit, micro_unit = sim._step_unit, sim._rank_unit, sim._micro_unit
-    versions, push, staleness = sim.server.versions, sim.server.push, sim.push_staleness
-    history, progress, gathered = sim.history, sim.progress, sim._stale
+    steps, k, durations = sim.steps, sim.accumulate, sim.durations
+    versions, counts, aggregate = server.versions, server._counts, server.aggregate
+    staleness, history, progress, gathered = (sim.push_staleness, sim.history, sim.progress,
+                                              sim._stale)
+    version, count = versions[0], counts[0]
+    fetched = [f[0] for f in sim._fetched]  # per worker: the version it computes on
+    jobs, update_jobs, shards, buffered = tables.jobs, tables.updates, tables.shards, ~tables.workers
+    log_updates = tables.log_updates
+    pad = (0.0,) * shards  # the update columns of an event that books none
     nan = math.nan  # the very object simulation's records hold: records compare equal
-    limit = float("inf") if until is None else until
-    out: list = []  # the rows of the last events, added to the timeline a few thousand at a time
+    limit = math.inf if until is None else until
+    log: list = []  # per event: who (rank; ~rank: a push), step, now, its transfers' starts
+    foreign = False
     try:
-        while heap and heap[0][0] <= limit:
-            if len(out) > FLUSH:
-                add(out)
-                del out[:]
-            now, _, fn, args = heappop(heap)
-            if fn is start_event:
+        while heap:
+            top = heap[0]
+            when, _, fn, args = top
+            if when > limit:
+                break
+            if fn is start_event:  # Simulation.start_step: fetch from every shard, compute
                 rank, step = args
                 if step == steps:
+                    now = when
+                    heappop(heap)
                     continue
-                codes = fetch_codes
-            elif fn is computed_event:
+                who = rank
+            elif fn is computed_event:  # Simulation.computed: push to every shard, update
                 rank, step = args
-                codes = push_codes
-            else:  # not one of the two: as the clock would run it, after the rows so far
-                add(out)
-                del out[:]
-                clock.now, clock._seq, sim._stale = now, seq, gathered
-                fn(*args)
-                seq, gathered = clock._seq, sim._stale
-                continue
-            who = step * step_unit + (rank + 1) * rank_unit
-            end = book_transfers(out, routes[rank], codes, who, who + hole_code, now)
-            if fn is start_event:  # Simulation.start_step: the fetched versions, the compute
-                fetched[rank] = versions[:]
-                row, t, code = durations[rank], end, who + compute_code
+                count += 1  # ParameterServer.push, timing only: a count per shard, all alike
+                who = ~rank if count >= aggregate else buffered - rank
+            else:  # neither: the caller runs it as the clock would, with everything written
+                heappop(heap)
+                foreign = True
+                break
+            now = when
+            log += (who, step, now)
+            end = now
+            for shard, cost in jobs[rank]:  # Resource.book, inlined
+                a = shard.free_at
+                if a < now:
+                    a = now
+                b = shard.free_at = a + cost
+                log.append(a)
+                if b > end:
+                    end = b
+            if fn is start_event:
+                if log_updates:
+                    log += pad
+                fetched[rank] = version
                 if k == 1:
-                    t = end + row[step]
-                    out += (code + micro_unit, end, t)
+                    t = end + durations[rank][step]
                 else:
-                    for micro in range(k):
-                        d = row[step * k + micro]
-                        out += (code + (micro + 1) * micro_unit, t, t + d)
+                    t = end
+                    for d in durations[rank][step * k:(step + 1) * k]:
                         t += d
-                heappush(heap, (t, seq, computed_event, args))  # the same (rank, step)
-                seq += 1
-                continue
-            # Simulation.computed: hand every shard its slice, book the updates that completes
-            applied_at, lag = push_updates(out, updates, update_codes, step * step_unit, now,
-                                           versions, fetched[rank], push)
-            staleness.append(lag)
-            if lag > gathered:
-                gathered = lag
-            if applied_at is not None:  # Simulation._record, with no numbers to evaluate
-                if progress is not None:
-                    progress.update(1)
-                history.append(_new(Record, (applied_at, nan, nan, gathered, len(history) + 1,
-                                             rank, step)))
-                gathered = 0
-            heappush(heap, (end, seq, start_event, (rank, step + 1)))
+                item = (t, seq, computed_event, args)
+            else:
+                lag = version - fetched[rank]  # staleness: the same on every shard
+                staleness.append(lag)
+                if lag > gathered:
+                    gathered = lag
+                if count < aggregate:
+                    if log_updates:
+                        log += pad
+                else:
+                    count, applied_at = 0, -math.inf
+                    version += 1
+                    for shard, cost in update_jobs:  # each right behind its shard's push
+                        u0 = shard.free_at
+                        if u0 < now:
+                            u0 = now
+                        u1 = shard.free_at = u0 + cost
+                        if log_updates:
+                            log.append(u0)
+                        if u1 > applied_at:
+                            applied_at = u1
+                    if progress is not None:  # Simulation._record, no numbers to evaluate
+                        progress.update(1)
+                    history.append(_new(Record, (applied_at, nan, nan, gathered,
+                                                 len(history) + 1, rank, step)))
+                    gathered = 0
+                if len(log) > FLUSH:
+                    _add_rows(sim, tables, log)
+                    del log[:]
+                item = (end, seq, start_event, (rank, step + 1))
             seq += 1
-    except Stopped as stop:
-        now = stop.now
-        clock.stopped = True
+            if heap[0] is top:
+                heapreplace(heap, item)
+            else:  # a stop (Ctrl-C) was pushed while this event ran: it goes first
+                heap.remove(top)
+                heapify(heap)
+                heappush(heap, item)
     finally:
-        add(out)
+        _add_rows(sim, tables, log)
         clock.now, clock._seq, sim._stale = now, seq, gathered
+        versions[:] = [version] * shards
+        counts[:] = [count] * shards
+        sim._fetched = [[v] * shards for v in fetched]
+    if foreign:  # as Clock.run runs it; a stop (time -inf) leaves the last event's time
+        clock.now = max(when, now)
+        fn(*args)
+    return foreign
+
+
+def _add_rows(sim: Any, tables: _Tables, log: list) -> None:
+    """Add the spans of the logged events to the timeline, in the order the actors add them:
+    per event its transfers, the holes between them (idle, "queue"), then its compute
+    (a start) or its updates (a push that completed one). Every value is the loop's own or
+    the same float operation on the same operands, so the rows are the actors' bit for bit."""
+    if not log:
+        return
+    S, k, W = tables.shards, sim.accumulate, tables.workers
+    width = 3 + S * (1 + tables.log_updates)
+    del log[len(log) - len(log) % width:]  # an event cut short (a second Ctrl-C) made no row
+    L = np.frombuffer(array("d", log)).reshape(-1, width)
+    E = len(L)
+    who, step, now, A = L[:, 0].astype(np.intp), L[:, 1], L[:, 2], L[:, 3:3 + S]
+    pushed = who < 0
+    rank = np.where(pushed, ~who, who)
+    updated = pushed & (rank < W)
+    rank[rank >= W] -= W
+    B = A + tables.cost[rank if len(tables.cost) > 1 else 0]
+    at = step * sim._step_unit
+    code = at + (rank + 1) * sim._rank_unit  # exact: whole numbers below 2^53 (columns.py)
+    tail = max(k, S)
+    R = np.empty((E, 2 * S + tail, 3))
+    keep = np.empty((E, 2 * S + tail), dtype=bool)
+    R[:, :S, 0] = code[:, None] + np.where(pushed[:, None], tables.push_codes,
+                                           tables.fetch_codes)
+    R[:, :S, 1], R[:, :S, 2] = A, B
+    keep[:, :S] = True
+    # the holes: the parts of [now, end] that no transfer covers (timeline.gaps, per event)
+    starts, ends = A, B
+    if S > 1:
+        unordered = (A[:, 1:] < A[:, :-1]).any(axis=1)
+        if unordered.any():
+            order = np.lexsort((B[unordered], A[unordered]), axis=1)  # gaps' sorted()
+            starts, ends = A.copy(), B.copy()
+            starts[unordered] = np.take_along_axis(A[unordered], order, 1)
+            ends[unordered] = np.take_along_axis(B[unordered], order, 1)
+    covered = R[:, S:2 * S, 1]
+    covered[:, 0] = now
+    if S > 1:
+        np.maximum(np.maximum.accumulate(ends[:, :-1], axis=1), now[:, None],
+                   out=covered[:, 1:])
+    R[:, S:2 * S, 0] = (code + sim._hole)[:, None]
+    R[:, S:2 * S, 2] = starts
+    np.greater(starts, covered, out=keep[:, S:2 * S])
+    # a start's compute, one span per minibatch; a push's updates, each behind its push
+    t = np.maximum(now, B.max(axis=1))
+    first = (step * k).astype(np.intp)
+    u = L[:, 3 + S:] if tables.log_updates else np.maximum(B, now[:, None])
+    for m in range(tail):
+        slot = R[:, 2 * S + m]
+        if m < k:
+            d = tables.durations[rank, first + m]
+            fields = code + (sim._compute + (m + 1) * sim._micro_unit), t, t + d
+            t = fields[2]
+        if m < S:
+            update = at + tables.update_codes[m], u[:, m], u[:, m] + tables.update_cost[m]
+            fields = [np.where(pushed, a, b) for a, b in zip(update, fields)] if m < k else update
+        for c in range(3):
+            slot[:, c] = fields[c]
+        keep[:, 2 * S + m] = (updated if m < S else False) | (~pushed if m < k else False)
+    # each row as one 24-byte item: numpy picks kept items far faster than kept rows of 3
+    items = R.reshape(-1, 3).view("V24").ravel()[keep.ravel()]
+    sim.timeline.rows.frombytes(items.tobytes())

@@ -21,6 +21,11 @@ CASES = [
     dict(mode=pslab.SoftSync(2), workers=6, steps=20, cluster=JITTER),
     dict(mode=pslab.SoftSync(4), workers=8, steps=10, shards=3, cluster=JITTER, seed=5),
     dict(mode="async", workers=200, steps=5, cluster=pslab.Cluster.free()),
+    # colocated: the updates' starts are logged, transfers start out of shard order, and (free)
+    # many start at the same time: the rows' holes are timeline.gaps' own, ties included
+    dict(mode="async", workers=5, steps=8, shards=4, cluster=pslab.Cluster.free(colocated=True)),
+    dict(mode=pslab.SoftSync(3), workers=7, steps=9, shards=3, accumulate=2,
+         cluster=pslab.Cluster(jitter=0.4, bandwidth=3e4, colocated=True), seed=3),
 ]
 
 
@@ -62,28 +67,73 @@ def test_it_takes_only_the_runs_it_does_exactly(monkeypatch):
     assert len(used) == 1
 
 
-def test_a_stop_between_events_leaves_what_the_actors_would(monkeypatch):
-    """Ctrl-C is a stop event on the clock's heap: the inlined loop runs it as the clock does,
-    and the partial run (and what is left pending) is the actors' own."""
-    runs = []
+class Ticker:
+    """A progress bar that asks for a stop at its 5th update: inside a push's event, as a
+    Ctrl-C arriving mid-event would."""
+
+    def __init__(self, clock):
+        self.clock, self.updates = clock, 0
+
+    def update(self, n):
+        self.updates += n
+        if self.updates == 5:
+            self.clock.interrupt()
+
+    def close(self):
+        pass
+
+
+def on_both_paths(monkeypatch, wrap, **kwargs):
+    """[(run, seen)] of the same settings inlined, then by the actors, with Simulation.run
+    replaced by `wrap(sim, run, until, seen)`: it calls the real run and notes what it sees."""
+    out = []
     for inline in (True, False):
         with monkeypatch.context() as m:
             if not inline:
                 m.setattr(simulation.Simulation, "_inline", lambda self: False)
-            seen = {}
-            original = simulation.Simulation.run
+            seen, real = {}, simulation.Simulation.run
+            m.setattr(simulation.Simulation, "run",
+                      lambda self, until=None: wrap(self, real, until, seen))
+            out.append((pslab.train(mode="async", workers=6, steps=20, numerics=False,
+                                    cluster=JITTER, **kwargs), seen))
+    return out
 
-            def run(self, until=None):
-                self.clock.at(7.5, self.clock.interrupt)
-                original(self, until)
-                seen["pending"] = sorted((t, s, f.__name__, a) for t, s, f, a in self.clock._heap)
-            m.setattr(simulation.Simulation, "run", run)
-            with pytest.warns(UserWarning, match="interrupted"):
-                got = pslab.train(mode="async", workers=6, steps=20, numerics=False,
-                                  cluster=JITTER)
-            runs.append((got, seen["pending"]))
-    (fast, left_fast), (slow, left_slow) = runs
-    assert not fast.complete and same(fast, slow) and left_fast == left_slow and left_fast
+
+def state(sim) -> tuple:
+    """Everything a simulation holds between two events, as comparable values."""
+    return (sim.clock.now, sim.clock._seq, sorted((t, q, f.__name__, a) for t, q, f, a
+                                                  in sim.clock._heap),
+            sim.timeline.rows, list(map(repr, sim.history)), sim.push_staleness,
+            sim.server.versions, sim.server._counts, sim._fetched, sim._stale,
+            [r.free_at for r in sim.shards])
+
+
+@pytest.mark.parametrize("ask", [
+    lambda sim: sim.clock.at(7.5, sim.clock.interrupt),  # an event of its own
+    lambda sim: setattr(sim, "progress", Ticker(sim.clock)),  # inside a push's event
+], ids=["own event", "mid-event"])
+def test_a_stop_between_events_leaves_what_the_actors_would(monkeypatch, ask):
+    """Ctrl-C is a stop event on the clock's heap: the inlined loop runs it as the clock does,
+    and the partial run (and what is left pending, and the clock) is the actors' own."""
+    def wrap(sim, run, until, seen):
+        ask(sim)
+        run(sim, until)
+        seen["state"] = state(sim)
+
+    with pytest.warns(UserWarning, match="interrupted"):
+        (fast, seen_fast), (slow, seen_slow) = on_both_paths(monkeypatch, wrap)
+    assert not fast.complete and same(fast, slow) and seen_fast == seen_slow
+    assert seen_fast["state"][0] > 0 and seen_fast["state"][2]  # a clock, events pending
+
+
+def test_a_run_to_a_moment_stops_where_the_actors_do(monkeypatch):
+    """run(until): the events up to that moment, the clock at the last one, the rest pending."""
+    def wrap(sim, run, until, seen):
+        run(sim, 9.0)
+        seen["state"] = state(sim)
+
+    (_, fast), (_, slow) = on_both_paths(monkeypatch, wrap)
+    assert fast == slow and 8 < fast["state"][0] <= 9.0 and fast["state"][2]
 
 
 def test_a_checkpoint_on_the_inlined_loop_resumes_to_the_same_run(tmp_path):
