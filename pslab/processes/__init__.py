@@ -16,7 +16,7 @@ _LAZY = {"ProcessFailure": ".launcher", "launch": ".launcher", "load_run": ".tor
          "Options": ".options", "check_options": ".options", "scaled": ".measured",
          "same_weights": ".measured", "Hosts": ".hosts", "run_across": ".hosts",
          "HostsUnavailable": ".hosts", "load_comparison": ".comparison",
-         "calibrate": ".calibrate", "live_check": ".network", "warm": ".group"}
+         "calibrate": ".calibrate", "live_check": ".network", "warm": ".starter"}
 
 
 def __getattr__(name: str) -> Any:

@@ -13,12 +13,10 @@ removes the folder: nothing is left behind.
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import shutil
 import signal
 import tempfile
-import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -26,6 +24,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator, NamedTuple
 
 from .launcher import ProcessFailure, main_module_hidden
+from .starter import context
 
 STARTUP = 120.0  # seconds for a first forkserver (`import torch`) + the group's set-up, loaded
 
@@ -89,7 +88,7 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
     # the launcher's way to start: a forkserver with torch, pslab and FSDP2 loaded once (a
     # second run in a notebook starts in ~0.1 s a process, not ~1.3 s of `import torch`), safe
     # where torch already ran in the caller, where a plain fork can deadlock
-    ctx = _forkserver()
+    ctx = context()
     procs, watch = [], Watch(workers, mode, timeout)
     try:
         with main_module_hidden():
@@ -122,30 +121,6 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
         for reader in watch.readers:
             reader.close()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-PRELOAD = ["pslab.processes.preload", "pslab.processes.fsdp", "torch.distributed.fsdp"]
-
-
-def _forkserver() -> Any:
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)  # no effect once the server runs
-    return ctx
-
-
-def warm() -> threading.Thread:
-    """Start the forkserver (torch, pslab, FSDP2 imported in it) in the background, so that
-    a notebook's first process run, cells later, starts in about a second. Returns the thread
-    (daemon); calling it again does nothing more."""
-    def start() -> None:
-        from multiprocessing import forkserver
-
-        _forkserver()
-        forkserver.ensure_running()
-
-    thread = threading.Thread(target=start, name="pslab-warm", daemon=True)
-    thread.start()
-    return thread
 
 
 class Watch:

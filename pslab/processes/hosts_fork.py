@@ -89,13 +89,10 @@ class ForkedRank:
 def fork_rank(namespace: str, env: dict[str, str], argv: Sequence[str], log: str) -> ForkedRank:
     """Start one rank of `python -m pslab.processes argv` inside `namespace`, from the
     forkserver (started now if it is not running yet)."""
-    from .group import PRELOAD
     from .launcher import main_module_hidden
-    import multiprocessing as mp
+    from .starter import context
 
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)  # no effect once the server runs
-    p = ctx.Process(target=_rank, args=(namespace, env, list(argv), log, os.getpid()),
+    p = context().Process(target=_rank, args=(namespace, env, list(argv), log, os.getpid()),
                     name=f"pslab-host-{namespace}", daemon=True)
     with main_module_hidden():
         p.start()
