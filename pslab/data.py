@@ -103,7 +103,7 @@ class Digits:
         held = self._shuffled.get(epoch)
         if held is None:
             if len(self._shuffled) >= KEEP_EPOCHS:
-                del self._shuffled[min(self._shuffled)]
+                self._shuffled.pop(min(self._shuffled), None)
             idx = torch.from_numpy(self._epoch(epoch))
             held = self._shuffled[epoch] = (self.x_train.index_select(0, idx),
                                             self.y_train.index_select(0, idx))

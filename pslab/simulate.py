@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from array import array
-from functools import partial
+from functools import lru_cache, partial
 from numbers import Integral
 from typing import Any
 
@@ -37,7 +37,7 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
     numerics, hidden, lr = config["numerics"], config["hidden"], config["lr"]
     staleness_lr = config["staleness_lr"]
     shard_bytes = cluster.timing_bytes(layout.shard_bytes())
-    data = Digits.load(seed) if numerics else None
+    data = loaded(seed) if numerics else None
     params = init_params(data.features, hidden, data.classes, seed) if data else None
     server = ParameterServer(params, layout, policy.server_lr(lr, workers),
                              aggregate=policy.aggregate(workers))
@@ -78,6 +78,14 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
               push_staleness=sim.push_staleness, start_loss=start_loss)
     warn_if_diverged(run)
     return run
+
+
+@lru_cache(maxsize=4)
+def loaded(seed: int) -> Digits:
+    """The digits split of a seed, loaded once per process and shared by its runs, which only
+    read it: a dashboard trains again on every slider step, and the split keeps its shuffled
+    epochs (Digits.shuffled) from one run to the next instead of copying them again."""
+    return Digits.load(seed)
 
 
 def seconds_by_worker(durations: np.ndarray) -> list[array]:
