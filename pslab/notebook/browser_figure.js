@@ -7,6 +7,9 @@
 //   panels: [{xlim, ylim, yticks, colours, rects: {x0, x1, y0, y1, c, widen}, lines: [{x, y,
 //             colour, width, dash, label, hover}], vline, hover: {lines, cols, tables}}]
 //                                                              (changes on every slider step)
+//   key, keyed: the control values `panels` are of, and the model ids of those controls; frames
+//   sent ahead (custom message {ahead: key, panels}) are kept by key and drawn the moment the
+//   controls reach their values (pslab/notebook/prefetch.py)
 
 const MIN_PX = 4;  // a fetch or push narrower than this on a long run is drawn this wide
 
@@ -76,6 +79,27 @@ function unpack(v) {
   return out;
 }
 
+// a frame sent ahead: its columns' bytes came as the message's buffers ({dtype, buffer: i})
+function lower(v, buffers) {
+  if (Array.isArray(v)) return v.map(x => lower(x, buffers));
+  if (!v || typeof v !== "object") return v;
+  if (v.dtype && typeof v.buffer === "number") {
+    const b = buffers[v.buffer];
+    return { dtype: v.dtype, data: b instanceof DataView ? b : new DataView(b.buffer || b) };
+  }
+  const out = {};
+  for (const k of Object.keys(v)) out[k] = lower(v[k], buffers);
+  return out;
+}
+
+const KEEP = 64;  // frames kept per view (~50 kB each)
+
+// a control's value as pslab.notebook.prefetch.part writes it
+function partOf(m) {
+  const labels = m.get("_options_labels");
+  return labels ? String(labels[m.get("index")]) : String(m.get("value"));
+}
+
 function render({ model, el }) {
   const root = document.createElement("div");
   root.style.cssText = "position:relative;width:100%;user-select:none";
@@ -93,12 +117,16 @@ function render({ model, el }) {
   el.append(root);
 
   let zoom = {}, geometry = [], queued = false, frame = 0, panels = [], raw = null;
+  // what to draw: the kernel's panels, or a kept frame of the controls' values now
+  let shown = null, shownKey = null, source = "kernel", controls = [];
+  const frames = new Map();
 
   function draw() {
     queued = false;
     const t0 = performance.now();
     const layout = model.get("layout_spec") || {};
-    if (model.get("panels") !== raw) { raw = model.get("panels"); panels = unpack(raw || []); }
+    const want = shown || model.get("panels");
+    if (want !== raw) { raw = want; panels = unpack(raw || []); }
     const width = root.clientWidth, height = layout.height || 150;
     if (!width || !layout.panels) return;
     const font = layout.font || 12, dpr = window.devicePixelRatio || 1;
@@ -123,6 +151,8 @@ function render({ model, el }) {
     });
     frame += 1;
     canvas.dataset.ms = (performance.now() - t0).toFixed(1);  // drawing time (the bench)
+    canvas.dataset.source = source;  // "ahead": a kept frame, "kernel": the kernel's answer
+    canvas.dataset.key = shownKey || "";  // the control values drawn (none: not keyed)
     canvas.dataset.frame = String(frame);  // what the browser test and bench wait for
   }
 
@@ -310,13 +340,61 @@ function render({ model, el }) {
     if (k >= 0) { delete zoom[k]; schedule(); }
   });
 
-  model.on("change:panels", schedule);
+  function keep(key, value) {
+    frames.delete(key);
+    frames.set(key, value);
+    if (frames.size > KEEP) frames.delete(frames.keys().next().value);
+  }
+
+  function currentKey() {
+    return controls.length ? controls.map(partOf).join("|") : null;
+  }
+
+  function show(value, key, from) {
+    shown = value; shownKey = key; source = from;
+    schedule();
+  }
+
+  // the kernel's answer: kept by its key; drawn unless the controls have moved on to values
+  // whose frame is here already
+  function received() {
+    canvas.dataset.changed = (performance.timeOrigin + performance.now()).toFixed(1);
+    const value = model.get("panels"), key = model.get("key") || null;
+    if (key) keep(key, value);
+    const now = currentKey();
+    if (key && now !== null && now !== key && frames.has(now)) {
+      if (shownKey !== now) show(frames.get(now), now, "ahead");
+      return;
+    }
+    show(value, key, "kernel");
+  }
+
+  // a control moved in the page: draw its values' frame now, if it is here
+  function moved() {
+    const now = currentKey();
+    if (now !== null && now !== shownKey && frames.has(now)) show(frames.get(now), now, "ahead");
+  }
+
+  model.on("msg:custom", (msg, buffers) => {
+    if (msg && msg.forget) { frames.clear(); return; }
+    if (!msg || msg.ahead === undefined) return;
+    keep(msg.ahead, lower(msg.panels, buffers || []));
+    moved();
+  });
+  const ids = model.get("keyed") || [];
+  if (ids.length && model.widget_manager)
+    Promise.all(ids.map(id => model.widget_manager.get_model(id))).then(models => {
+      controls = models;
+      for (const m of models) m.on("change", moved);
+    }, () => { controls = []; });
+  model.on("change:panels", received);
+  model.on("change:key", received);
   model.on("change:legend", schedule);
   model.on("change:layout_spec", schedule);
   const watcher = new ResizeObserver(schedule);
   watcher.observe(root);
   schedule();
-  return () => watcher.disconnect();
+  return () => { watcher.disconnect(); for (const m of controls) m.off("change", moved); };
 }
 
 export default { render };

@@ -10,6 +10,11 @@ double-click for the whole run).
 The data is split in three traits so that a step sends only what changed: `layout` (sizes,
 axis names; set once), `legend` (with the runs compared) and `panels` (the data). Matplotlib
 still draws every static figure, replay and export, and the picture a saved notebook keeps.
+
+A dashboard may also key its frames by its controls' values (`keyed`: the controls' model ids,
+`key`: the values the panels are of; see pslab.notebook.prefetch) and send frames ahead
+(`ahead`): the page keeps them and draws the one for the controls' values the moment a control
+moves, and a kernel frame of values the controls have already left is kept but not drawn.
 """
 from __future__ import annotations
 
@@ -33,13 +38,16 @@ class BrowserFigure(anywidget.AnyWidget):
     layout_spec = traitlets.Dict().tag(sync=True)
     legend = traitlets.List().tag(sync=True)
     panels = traitlets.List().tag(sync=True)
+    key = traitlets.Unicode("").tag(sync=True)  # the controls' values `panels` are of
+    keyed = traitlets.List().tag(sync=True)  # model ids of the controls that make a key
 
     def __init__(self, layout_spec: dict[str, Any], **kwargs: Any):
         super().__init__(layout_spec=layout_spec, **kwargs)
         self.sends = 0  # data updates made (a test and the benchmark read it)
+        self.ahead_sent = 0  # frames sent ahead
 
-    def show(self, panels: list[dict[str, Any]], legend: list[dict[str, Any]] | None = None
-             ) -> None:
+    def show(self, panels: list[dict[str, Any]], legend: list[dict[str, Any]] | None = None,
+             key: str = "") -> None:
         """Put new data on screen: one message with the parts that changed."""
         with self.hold_sync():
             if legend is not None and legend != self.legend:
@@ -47,3 +55,28 @@ class BrowserFigure(anywidget.AnyWidget):
             if panels != self.panels:
                 self.panels = panels
                 self.sends += 1
+            if key != self.key:
+                self.key = key
+
+    def ahead(self, key: str, panels: list[dict[str, Any]]) -> None:
+        """Send the panels of other control values (`key`), for the page to keep and draw when
+        its controls get there (one custom message; the columns' bytes as binary buffers)."""
+        buffers: list[bytes] = []
+        self.send({"ahead": key, "panels": _lift(panels, buffers)}, buffers)
+        self.ahead_sent += 1
+
+    def forget(self) -> None:
+        """Make the page drop the frames it keeps (the benchmark: each press from scratch)."""
+        self.send({"forget": True})
+
+
+def _lift(value: Any, buffers: list[bytes]) -> Any:
+    """`value` with each packed column's bytes moved into `buffers` ({"dtype", "buffer": i})."""
+    if isinstance(value, list):
+        return [_lift(v, buffers) for v in value]
+    if isinstance(value, dict):
+        if isinstance(value.get("data"), bytes) and "dtype" in value:
+            buffers.append(value["data"])
+            return {"dtype": value["dtype"], "buffer": len(buffers) - 1}
+        return {k: _lift(v, buffers) for k, v in value.items()}
+    return value

@@ -44,6 +44,7 @@ from .controls import (BANDWIDTHS, CONTROLS, HELP, LR_VALUES, check_settle_delay
                        dress, within)  # (public here too: pslab.nas.live and the tests use them)
 from ..result import Run
 from .explain import why_html
+from .prefetch import KEYED, Ahead, key_of
 
 _widget_bundle = widget_bundle  # its old name here (pslab.nas.live imports it)
 
@@ -52,7 +53,7 @@ __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "PRESETS"]
 PLOTS = ("timeline", "training", "staleness")
 
 
-class Dashboard:
+class Dashboard(Ahead):
     """Controls + three live plots for one set-up. Display it as the last line of a cell.
 
     preset: "000", "001", "002" or "default" (see `pslab.liveview.PRESETS`); keyword
@@ -85,6 +86,8 @@ class Dashboard:
         for n, fig in self.figures.items():
             fig.layout = W.Layout(width="auto", min_width="0", margin="0")
             fig.add_class(f"pslab-{n}")
+        # the timeline's frames are keyed by these controls' values (pslab.notebook.prefetch)
+        self.figures["timeline"].keyed = [self.controls[n].model_id for n in KEYED]
         self.captions = {n: W.HTML() for n in PLOTS}
         self.status = W.HTML()
         self.status.add_class("pslab-status")
@@ -184,6 +187,7 @@ class Dashboard:
     def _changed(self, change: Any) -> None:
         if self._holding:
             return
+        self._stop_ahead()
         try:
             t0 = time.perf_counter()
             self._refresh()
@@ -198,10 +202,8 @@ class Dashboard:
         self.controls["ssp"].disabled = s.mode != "SSP"
         if self.view.step(s):  # the clock moved (not only lr): new timeline and side panel
             run, palette = self.view.run, s.palette
-            rows = timeline_rows(run, palette, shard_label)
-            self.figures["timeline"].show(
-                [timeline_panel(run, palette, rows, nice_ceiling(run.makespan * 1.02))],
-                timeline_legend(palette))
+            self.figures["timeline"].show(self._timeline(run), timeline_legend(palette),
+                                          key_of(self.controls))
             side = self.figures["staleness"]
             layout = side_layout(run.mode == "sync")
             if side.layout_spec != layout:
@@ -209,6 +211,12 @@ class Dashboard:
             split = self.view.shares() if run.mode == "sync" else None
             side.show([side_panel(run, palette, split)], side_legend(run.mode == "sync", palette))
         self._write_text(settled=False)
+
+    def _timeline(self, run: Run) -> list[dict[str, Any]]:
+        """The timeline's panels for `run` (a slider step's and a frame sent ahead alike)."""
+        palette = self._fixed.palette
+        rows = timeline_rows(run, palette, shard_label)
+        return [timeline_panel(run, palette, rows, nice_ceiling(run.makespan * 1.02))]
 
     def _cancel_settle(self) -> None:
         """Forget a settle that was waiting for the sliders to rest."""
@@ -280,6 +288,7 @@ class Dashboard:
                            + html.escape(settings.code()) + "</code></details>")
         if self.view.current(settings):  # timeline, loss curve and numbers: all of these values
             self._set_status("ready", f"ready ({len(self.latencies_ms)} changes)")
+            self._start_ahead()
         else:  # a control moved while this was drawn: not ready until it is drawn too
             self._refresh()
             self._schedule_settle()

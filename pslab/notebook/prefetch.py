@@ -1,0 +1,121 @@
+"""The timeline one slider step away, drawn before the key is pressed.
+
+A key press on a slider used to wait for the kernel's answer: the comm message through the
+Jupyter server, the clock re-run, the timeline's data back (25-60 ms on this 2-core machine,
+most of it in the hops, not in the work). While the dashboard is idle the kernel now computes
+the timelines of the neighbouring values (one step either way on each control that changes
+the clock) with the same code as a slider step, and sends each to the browser, keyed by the
+controls' values. The browser (browser_figure.js) draws the kept frame as soon as a control's
+value changes in the page; the kernel's own answer follows and is drawn over it (the same
+picture: it is the same function of the same run), then the loss curve as before.
+
+A key is the controls' values as the page sees them: a selection's label, a number's shortest
+text (`part`), joined by "|". The learning rate is not in it: it never changes the clock.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Iterator
+
+import ipywidgets as W
+
+KEYED = ("workers", "accumulate", "mode", "ssp", "slowdown", "shards", "bandwidth")
+
+
+def part(control: W.ValueWidget, value: Any = None) -> str:
+    """A control's value as browser_figure.js writes it into a key."""
+    if isinstance(control, (W.SelectionSlider, W.Dropdown)):
+        if value is None:
+            return control.label
+        return next(label for label, v in zip(control._options_labels,  # noqa: SLF001
+                                               _values(control)) if v == value)
+    value = control.value if value is None else value
+    value = float(value)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def _values(control: W.ValueWidget) -> list[Any]:
+    return [o[1] if isinstance(o, tuple) else o for o in control.options]
+
+
+def key_of(controls: dict[str, W.ValueWidget], names: tuple[str, ...] = KEYED) -> str:
+    """The key of what the controls say now."""
+    return "|".join(part(controls[n]) for n in names)
+
+
+def neighbours(controls: dict[str, W.ValueWidget], names: tuple[str, ...] = KEYED
+               ) -> Iterator[tuple[dict[str, Any], str]]:
+    """(values, key) one step either way on each enabled control, the first control first."""
+    now = {n: controls[n].value for n in names}
+    parts = [part(controls[n]) for n in names]
+    for i, name in enumerate(names):
+        control = controls[name]
+        if control.disabled:
+            continue
+        for value in _steps(control):
+            key = "|".join(parts[:i] + [part(control, value)] + parts[i + 1:])
+            yield dict(now, **{name: value}), key
+
+
+def _steps(control: W.ValueWidget) -> list[Any]:
+    """The values one step below and above the control's (those within its range)."""
+    if isinstance(control, (W.SelectionSlider, W.Dropdown)):
+        values, i = _values(control), control.index
+        return [values[j] for j in (i + 1, i - 1) if 0 <= j < len(values)]
+    step = control.step
+    out = []
+    for v in (control.value + step, control.value - step):
+        if control.min <= v <= control.max:
+            out.append(v)
+    return out
+
+
+class Ahead:
+    """A dashboard's frames sent ahead (mixed into `pslab.notebook.widgets.Dashboard`, which
+    has `controls`, `figures`, `settings`, `view` and `_timeline`). `_start_ahead` when idle
+    and ready, `_stop_ahead` when a control moves."""
+
+    _ahead: Iterator[tuple[dict[str, Any], str]] | None = None
+    _ahead_handle: asyncio.Handle | None = None
+
+    def prefetch(self, limit: int | None = None) -> int:
+        """Send the page the timelines one control step away (at most `limit`); how many were
+        sent. While idle the dashboard does this itself, one per turn of the event loop."""
+        if self._ahead is None:
+            self._ahead = neighbours(self.controls)
+        sent = 0
+        for values, key in self._ahead:
+            try:
+                settings = self.settings.changed(**values)
+            except ValueError:  # a combination the controls cannot show (e.g. 001's work)
+                continue
+            # the run a slider step to these values would show (LiveRuns.step's choice)
+            run = self.view.cache.get(settings, self.view.cache.has(settings, True))
+            self.figures["timeline"].ahead(key, self._timeline(run))
+            sent += 1
+            if limit is not None and sent >= limit:
+                return sent
+        self._ahead = iter(())
+        return sent
+
+    def _prefetch_later(self) -> None:
+        self._ahead_handle = None
+        if self.prefetch(limit=1):
+            self._ahead_handle = asyncio.get_running_loop().call_soon(self._prefetch_later)
+
+    def _stop_ahead(self) -> None:
+        """A control moved: the neighbours are of other values now."""
+        if self._ahead_handle is not None:
+            self._ahead_handle.cancel()
+            self._ahead_handle = None
+        self._ahead = None
+
+    def _start_ahead(self) -> None:
+        """Idle and ready: compute the neighbours' timelines, one per turn of the event loop
+        (a key press waits for one at most); without a loop (tests, scripts) nothing."""
+        self._stop_ahead()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._ahead_handle = loop.call_soon(self._prefetch_later)

@@ -1,0 +1,85 @@
+"""Timelines sent ahead: each is exactly what a slider step to its values sends, under the key
+the page computes from the controls (pslab.notebook.prefetch, browser_figure.js)."""
+from __future__ import annotations
+
+import ipywidgets as W
+import pytest
+
+import pslab.widgets as pw
+from pslab.notebook.browser_figure import BrowserFigure, _lift
+from pslab.notebook.prefetch import KEYED, key_of, neighbours, part
+
+
+def _sent(fig: BrowserFigure) -> dict[str, list]:
+    """Capture the frames `fig.ahead` sends (key -> panels, the bytes put back)."""
+    got: dict[str, list] = {}
+
+    def send(content, buffers=None):
+        got[content["ahead"]] = _lower(content["panels"], buffers or [])
+
+    fig.send = send
+    return got
+
+
+def _lower(value, buffers):
+    """What browser_figure.js's `lower` does: {"dtype", "buffer": i} -> the bytes again."""
+    if isinstance(value, list):
+        return [_lower(v, buffers) for v in value]
+    if isinstance(value, dict):
+        if "buffer" in value and "dtype" in value:
+            return {"dtype": value["dtype"], "data": buffers[value["buffer"]]}
+        return {k: _lower(v, buffers) for k, v in value.items()}
+    return value
+
+
+def test_lift_moves_every_column_into_buffers_and_back():
+    panels = [{"rects": {"x0": {"dtype": "f4", "data": b"abcd"}, "c": {"dtype": "i1",
+                                                                      "data": b"\x01"}},
+               "lines": [{"x": [1, 2]}], "vline": None}]
+    buffers: list[bytes] = []
+    lifted = _lift(panels, buffers)
+    assert buffers == [b"abcd", b"\x01"]
+    assert lifted[0]["rects"]["x0"] == {"dtype": "f4", "buffer": 0}
+    assert _lower(lifted, buffers) == panels
+
+
+def test_keys_are_the_values_as_the_page_writes_them():
+    assert part(W.IntSlider(8, min=1, max=16)) == "8"
+    assert part(W.FloatSlider(1.25, min=1, max=4, step=0.25)) == "1.25"
+    assert part(W.FloatSlider(2.0, min=1, max=4, step=0.25)) == "2"  # JS: String(2) is "2"
+    choice = W.SelectionSlider(options=[("1 kB/s", 1e3), ("2 kB/s", 2e3)], value=2e3)
+    assert part(choice) == "2 kB/s" and part(choice, 1e3) == "1 kB/s"
+    assert part(W.Dropdown(options=["sync", "async"], value="async")) == "async"
+
+
+@pytest.mark.parametrize("preset", ["default", "000", "001", "002"])
+def test_a_frame_sent_ahead_is_what_the_step_to_its_values_sends(preset):
+    dash = pw.dashboard(preset, steps=6)
+    fig = dash.figures["timeline"]
+    assert fig.keyed == [dash.controls[n].model_id for n in KEYED]
+    assert fig.key == key_of(dash.controls)
+    got = _sent(fig)
+    sent = dash.prefetch()
+    expected = [key for values, key in neighbours(dash.controls)]
+    assert sent == len(got) and set(got) <= set(expected) and len(got) >= 4
+    # every control step either way: press it and compare with what was sent ahead
+    for values, key in neighbours(dash.controls):
+        if key not in got:  # a combination the controls refuse (001's fixed work)
+            continue
+        start = {n: dash.controls[n].value for n in values}
+        changed = {n: v for n, v in values.items() if v != start[n]}
+        dash.set(**changed)
+        assert fig.key == key == key_of(dash.controls)
+        assert fig.panels == got[key], f"{preset}: {changed}"
+        # settled, the timeline is the run with numerics: the same picture (the same clock)
+        assert dash._timeline(dash.view.cache.get(dash.settings, True)) == got[key]
+        dash.set(**{n: start[n] for n in changed})
+
+
+def test_a_disabled_control_has_no_neighbours_and_lr_is_not_in_the_key():
+    dash = pw.dashboard("default", steps=4, mode="async")
+    keys = [key for _, key in neighbours(dash.controls)]
+    assert dash.controls["ssp"].disabled and len(keys) == len(set(keys))
+    before = dash.figures["timeline"].key
+    dash.set(lr=dash.controls["lr"].options[0][1])  # the clock does not move: same key
+    assert dash.figures["timeline"].key == before
