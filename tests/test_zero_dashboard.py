@@ -102,3 +102,23 @@ def test_bad_settings_are_refused_by_set_and_change_nothing(dash, kwargs, name):
     with pytest.raises(ValueError, match=name):
         dash.set(**kwargs)
     assert dash.settings == before
+
+
+def test_the_memory_legend_names_only_what_a_bar_holds(dash):
+    """Our SGD keeps no optimizer state: no swatch says it does, the legend says 0 B; the
+    matplotlib bars draw (and list) a state only where some panel holds it."""
+    from pslab.drawing.zero_plot import memory_bars
+    from pslab.zero import Memory, memory
+
+    legend = dash.figures["memory"].legend
+    swatches = [e["label"] for e in legend if e["colour"]]
+    assert swatches == ["parameters", "gradients", "a gathered layer"]
+    assert [e["label"] for e in legend if not e["colour"]] == \
+        ["optimizer states: 0 B (plain SGD)"]
+    ours = [Memory(4.0, 4.0 / k, 0.0, 2.0 if k == 4 else 0.0) for k in (1, 2, 3, 4)]
+    names = [t.get_text() for t in memory_bars({"ours": ours}).legends[0].get_texts()]
+    assert names == ["parameters", "gradients", "a gathered layer"]
+    paper = [memory(7.5e9, 64, k) for k in range(4)]  # Adam: optimizer states held
+    names = [t.get_text() for t in memory_bars({"paper": paper, "ours": ours})
+             .legends[0].get_texts()]
+    assert "optimizer states" in names

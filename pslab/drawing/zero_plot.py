@@ -52,6 +52,8 @@ def memory_bars(groups: dict[str, Sequence[Memory]]) -> Figure:
         names = ["none", "ZeRO-1", "ZeRO-2", "ZeRO-3"][:len(mems)]
         bottom = [0.0] * len(mems)
         for key, label, colour in STATES:
+            if not any(getattr(m, key) > 0 for g in groups.values() for m in g):
+                continue  # held nowhere (plain SGD's optimizer state): no bar, no legend entry
             values = [getattr(m, key) / unit for m in mems]
             ax.bar(names, values, bottom=bottom, color=colour, edgecolor="black",
                    linewidth=0.6, label=label)

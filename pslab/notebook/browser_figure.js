@@ -3,7 +3,7 @@
 // colours come in that data from pslab/drawing/palette.py, so no colour is written here.
 //   layout_spec: {height, font, panels: [{share, left, right, top, bottom, xlabel, ylabel, ylog,
 //            yinvert, xfmt, yfmt, zoom}]}                      (changes rarely)
-//   legend: [{colour, label, line, dash}]                       (changes with the runs shown)
+//   legend: [{colour, label, line, dash}] (colour null: text only) (changes with the runs shown)
 //   panels: [{xlim, ylim, yticks, colours, rects: {x0, x1, y0, y1, c, widen}, lines: [{x, y,
 //             colour, width, dash, label, hover}], vline, hover: {lines, cols, tables}}]
 //                                                              (changes on every slider step)
@@ -160,7 +160,9 @@ function render({ model, el }) {
     let x = 4;
     const y = 4 + font / 2;
     for (const item of legend) {
-      if (item.line) {
+      if (!item.colour) {  // a text only entry (e.g. "optimizer states: 0 B")
+        x -= 22;
+      } else if (item.line) {
         g.strokeStyle = item.colour; g.lineWidth = 2; g.setLineDash(item.dash ? [5, 3] : []);
         g.beginPath(); g.moveTo(x, y); g.lineTo(x + 18, y); g.stroke(); g.setLineDash([]);
       } else {

@@ -1,8 +1,9 @@
 """Notebook 07's memory bars drawn by the browser: the bytes one GPU holds of each model state
 at every ZeRO stage (figure 1 of the ZeRO paper, for our MLP), as `BrowserFigure` data.
 
-One stacked bar per stage (none, ZeRO-1, -2, -3): parameters, gradients, optimizer states and,
-at stage 3, the layer gathered for compute; the stage of the mode on show is outlined. The
+One stacked bar per stage (none, ZeRO-1, -2, -3): parameters, gradients, optimizer states (none:
+our SGD keeps none, and the legend says "0 B") and, at stage 3, the layer gathered for compute;
+the stage of the mode on show is outlined. The
 colours and the unit are matplotlib's (`pslab.drawing.zero_plot`); a hover on a part says its
 state, its bytes and the bar's total.
 """
@@ -28,7 +29,16 @@ def memory_layout(unit_name: str, title: str = "ZeRO stage (the mode on show out
         xlabel=title)]}
 
 
-MEMORY_LEGEND = [{"colour": colour, "label": label} for _, label, colour in STATES]
+def memory_legend(mems: Sequence[Memory]) -> list[dict[str, Any]]:
+    """The parts some bar holds; a state no bar holds is named with its 0 B and no swatch
+    (our plain SGD keeps no optimizer state: a legend box for it would say it does)."""
+    out: list[dict[str, Any]] = []
+    for key, label, colour in STATES:
+        if any(getattr(m, key) > 0 for m in mems):
+            out.append({"colour": colour, "label": label})
+        elif key == "optimizer":
+            out.append({"colour": None, "label": f"{label}: 0 B (plain SGD)"})
+    return out
 
 
 def memory_panel(mems: Sequence[Memory], outlined: int | None = None,

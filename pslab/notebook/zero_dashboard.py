@@ -33,7 +33,7 @@ from ..simulate import owner_layout
 from ..training import train
 from ..zero import worker_memory
 from .browser_figure import BrowserFigure
-from .browser_memory import MEMORY_LEGEND, memory_layout, memory_panel
+from .browser_memory import memory_layout, memory_legend, memory_panel
 from .browser_plots import (CURVES_LAYOUT, curves, timeline_layout, timeline_legend,
                             timeline_panel, timeline_rows)
 from .controls import BANDWIDTHS, _options, check_settle_delay, dress
@@ -207,7 +207,7 @@ class ZeroDashboard(widgets.Dashboard):
         figure = self.figures["memory"]
         if figure.layout_spec != spec:
             figure.layout_spec = spec
-        figure.show([panel], MEMORY_LEGEND)
+        figure.show([panel], memory_legend(mems))
 
     @staticmethod
     def _title(s: ZeroSettings, run: Run) -> str:
