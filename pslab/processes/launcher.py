@@ -314,9 +314,12 @@ class Launch:
             del self.rounds[v]
 
     def listen(self, seconds: float) -> None:
-        """Read whatever the processes still say for a moment (other errors, last spans)."""
+        """Read whatever the processes still say for a moment (other errors, last spans), until
+        every shard has gone: the shards' words are the ones explain() puts first, and a hung
+        worker, silent for good, would otherwise hold up every stopped run for `seconds`."""
         end = time.perf_counter() + seconds
-        while self.pipes and time.perf_counter() < end:
+        shards = range(self.job.num_shards)
+        while any(r in self.pipes for r in shards) and time.perf_counter() < end:
             for ready in wait(list(self.pipes.values()), timeout=end - time.perf_counter()):
                 self.read_from(ready)
 
