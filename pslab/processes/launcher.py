@@ -35,6 +35,7 @@ from .job import Job, make_job
 from .measured import assemble
 from .options import Options
 from .report import unbatch
+from .starter import SERVER
 
 
 class ProcessFailure(RuntimeError):
@@ -176,7 +177,7 @@ class Launch:
     def start(self, meeting: Meeting) -> None:
         ctx = mp.get_context(self.job.options.start_method)
         if self.job.options.start_method == "forkserver":
-            ctx.set_forkserver_preload(["pslab.processes.preload"])
+            ctx.set_forkserver_preload(SERVER)
         with main_module_hidden(), ctrl_c_held() as asked:
             for rank in range(self.job.world):
                 if asked:  # Ctrl-C: start no more; those started are stopped by run()
