@@ -24,6 +24,7 @@ MEAN, IGNORE = 1, -100  # nll_loss's reduction code for "mean" and its default i
 NLL, NLL_BACKWARD = aten.nll_loss_forward.default, aten.nll_loss_backward.default
 LOG_SOFTMAX_BACKWARD = aten._log_softmax_backward_data.default
 TANH_BACKWARD = aten.tanh_backward.default
+ONE = torch.ones(())  # d loss / d loss, read only: one tensor instead of a new one per call
 
 # Server order: the output layer first, as figure 000 draws the shards ({W_o, b_o}, {W_h, b_h}).
 NAMES = ("W_o", "b_o", "W_h", "b_h")
@@ -64,16 +65,20 @@ def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, P
     gradient is bit for bit autograd's (tests/test_model_grad.py) at about half the cost per
     call: a run makes thousands of these calls on a few dozen rows, where autograd's graph
     building is most of the time. no_grad, not inference_mode: the gradients go on to be
-    summed in place (all-reduce, accumulation), which inference tensors refuse."""
+    summed in place (all-reduce, accumulation), which inference tensors refuse. The simulation
+    calls it with grad mode already off (the check is then all it costs)."""
+    if torch.is_grad_enabled():
+        with torch.no_grad():
+            return loss_and_grad(p, x, y)
     W_o = p["W_o"]
-    with torch.no_grad():
-        h = _hidden(p, x)
-        logp = torch.log_softmax(F.linear(h, W_o, p["b_o"]), 1)
-        loss, total = NLL(logp, y, None, MEAN, IGNORE)
-        g = NLL_BACKWARD(torch.ones_like(loss), logp, y, None, MEAN, IGNORE, total)
-        g = LOG_SOFTMAX_BACKWARD(g, logp, 1, logp.dtype)  # d loss / d logits
-        g_h = TANH_BACKWARD(g.mm(W_o), h)  # d loss / d (x W_h^T + b_h)
-        grads = {"W_o": g.t().mm(h), "b_o": g.sum(0), "W_h": g_h.t().mm(x), "b_h": g_h.sum(0)}
+    h = _hidden(p, x)
+    logp = torch.log_softmax(F.linear(h, W_o, p["b_o"]), 1)
+    loss, total = NLL(logp, y, None, MEAN, IGNORE)
+    one = ONE if loss.is_cpu and loss.dtype == ONE.dtype else torch.ones_like(loss)
+    g = NLL_BACKWARD(one, logp, y, None, MEAN, IGNORE, total)  # d loss / d logp
+    g = LOG_SOFTMAX_BACKWARD(g, logp, 1, logp.dtype)  # d loss / d logits
+    g_h = TANH_BACKWARD(g.mm(W_o), h)  # d loss / d (x W_h^T + b_h)
+    grads = {"W_o": g.t().mm(h), "b_o": g.sum(0), "W_h": g_h.t().mm(x), "b_h": g_h.sum(0)}
     return loss.item(), {name: grads[name] for name in p}
 
 

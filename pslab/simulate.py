@@ -14,6 +14,7 @@ from numbers import Integral
 from typing import Any
 
 import numpy as np
+import torch
 
 from .allreduce import RingSimulation
 from .checkpoint import Checkpoint
@@ -59,7 +60,9 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
         pushes = steps * workers // policy.aggregate(workers)
         updates = steps if policy.waits_for_update else pushes
         sim.progress = tqdm(total=updates, desc=f"{policy.name}, {workers} workers", unit="update")
-    with single_thread():  # the first score too: on two busy cores, two threads took 0.25 s
+    # the first score too: on two busy cores, two threads took 0.25 s; no_grad: the workers'
+    # gradients are written out (model.loss_and_grad), no graph is ever built
+    with single_thread(), torch.no_grad():
         start_loss = score()[0] if data else math.nan
         if checkpoint is not None:  # write the state on the way, or carry on from written state
             checkpoint.play(sim, dict(config, mode=policy))
