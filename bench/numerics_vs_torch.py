@@ -10,7 +10,8 @@ updates from the same initial weights:
 - "same arithmetic": pslab's exact work without the simulation (N gradient calls of batch b per
   update, and the same evaluations): the ratio to it is what the clock, actors and records cost.
 A last row runs pslab with its per-update evaluation replaced by a no-op (bench only, never a
-user's run) to show how much of pslab's time the evaluations take.
+user's run) to show how much of pslab's time the evaluations take. The five are timed in turn,
+one run of each per round (`timing.measure_in_turn`), so a busy minute slows them alike.
 """
 from __future__ import annotations
 
