@@ -15,7 +15,8 @@ def _sent(fig: BrowserFigure) -> dict[str, list]:
     got: dict[str, list] = {}
 
     def send(content, buffers=None):
-        got[content["ahead"]] = _lower(content["panels"], buffers or [])
+        if "ahead" in content:
+            got[content["ahead"]] = _lower(content["panels"], buffers or [])
 
     fig.send = send
     return got
@@ -83,3 +84,25 @@ def test_a_disabled_control_has_no_neighbours_and_lr_is_not_in_the_key():
     before = dash.figures["timeline"].key
     dash.set(lr=dash.controls["lr"].options[0][1])  # the clock does not move: same key
     assert dash.figures["timeline"].key == before
+
+
+def test_a_moved_control_goes_first_two_steps_its_way_and_nothing_is_sent_twice():
+    dash = pw.dashboard("default", steps=4)
+    controls = dash.controls
+    first = [values["workers"] for values, _ in neighbours(controls, moved=("workers", -1))][:3]
+    w = controls["workers"].value
+    assert first == [w - 1, w - 2, w + 1]
+    bw = controls["bandwidth"]
+    up = [values["bandwidth"] for values, _ in neighbours(controls, moved=("bandwidth", 1))][:3]
+    options = [v for _, v in bw.options]
+    i = options.index(bw.value)
+    assert up == [options[j] for j in (i + 1, i + 2, i - 1) if 0 <= j < len(options)]
+    fig = dash.figures["timeline"]
+    _sent(fig)
+    assert dash.prefetch() >= 4 and fig.key in fig.kept
+    dash._ahead = None
+    assert dash.prefetch() == 0  # the page keeps them all: none sent again
+    fig.forget()
+    assert not fig.kept and dash.prefetch() >= 4
+    fig._on_page(fig, {"hello": True}, [])  # a new view keeps nothing yet
+    assert not fig.kept

@@ -383,6 +383,7 @@ function render({ model, el }) {
     keep(msg.ahead, lower(msg.panels, buffers || []));
     moved();
   });
+  if (typeof model.send === "function") model.send({ hello: true });  // it keeps nothing yet
   const ids = model.get("keyed") || [];
   if (ids.length && model.widget_manager)
     Promise.all(ids.map(id => model.widget_manager.get_model(id))).then(models => {

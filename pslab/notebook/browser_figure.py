@@ -18,6 +18,7 @@ moves, and a kernel frame of values the controls have already left is kept but n
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ import anywidget
 import traitlets
 
 __all__ = ["BrowserFigure"]
+
+KEEP = 64  # frames a page keeps (browser_figure.js's KEEP)
 
 
 class BrowserFigure(anywidget.AnyWidget):
@@ -45,6 +48,20 @@ class BrowserFigure(anywidget.AnyWidget):
         super().__init__(layout_spec=layout_spec, **kwargs)
         self.sends = 0  # data updates made (a test and the benchmark read it)
         self.ahead_sent = 0  # frames sent ahead
+        # the keys the page keeps a frame of, in the order it keeps them (it drops the oldest
+        # past KEEP): a frame there is not sent again; a new view says hello and starts empty
+        self.kept: OrderedDict[str, None] = OrderedDict()
+        self.on_msg(self._on_page)
+
+    def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("hello"):
+            self.kept.clear()
+
+    def _keep(self, key: str) -> None:
+        self.kept.pop(key, None)
+        self.kept[key] = None
+        while len(self.kept) > KEEP:
+            self.kept.popitem(last=False)
 
     def show(self, panels: list[dict[str, Any]], legend: list[dict[str, Any]] | None = None,
              key: str = "") -> None:
@@ -57,6 +74,8 @@ class BrowserFigure(anywidget.AnyWidget):
                 self.sends += 1
             if key != self.key:
                 self.key = key
+        if key:
+            self._keep(key)
 
     def ahead(self, key: str, panels: list[dict[str, Any]]) -> None:
         """Send the panels of other control values (`key`), for the page to keep and draw when
@@ -64,10 +83,12 @@ class BrowserFigure(anywidget.AnyWidget):
         buffers: list[bytes] = []
         self.send({"ahead": key, "panels": _lift(panels, buffers)}, buffers)
         self.ahead_sent += 1
+        self._keep(key)
 
     def forget(self) -> None:
         """Make the page drop the frames it keeps (the benchmark: each press from scratch)."""
         self.send({"forget": True})
+        self.kept.clear()
 
 
 def _lift(value: Any, buffers: list[bytes]) -> Any:

@@ -2,10 +2,11 @@
 
 A key press on a slider used to wait for the kernel's answer: the comm message through the
 Jupyter server, the clock re-run, the timeline's data back (25-60 ms on this 2-core machine,
-most of it in the hops, not in the work). While the dashboard is idle the kernel now computes
-the timelines of the neighbouring values (one step either way on each control that changes
-the clock) with the same code as a slider step, and sends each to the browser, keyed by the
-controls' values. The browser (browser_figure.js) draws the kept frame as soon as a control's
+most of it in the hops, not in the work). After each step and when the dashboard settles,
+the kernel now computes the timelines of the neighbouring values (one step either way on each
+control that changes the clock; after a step, two steps on the way the control moved first: a
+held key goes there next) with the same code as a slider step, one per turn of its event loop,
+and sends each to the browser once, keyed by the controls' values. The browser (browser_figure.js) draws the kept frame as soon as a control's
 value changes in the page; the kernel's own answer follows and is drawn over it (the same
 picture: it is the same function of the same run), then the loss curve as before.
 
@@ -43,31 +44,40 @@ def key_of(controls: dict[str, W.ValueWidget], names: tuple[str, ...] = KEYED) -
     return "|".join(part(controls[n]) for n in names)
 
 
-def neighbours(controls: dict[str, W.ValueWidget], names: tuple[str, ...] = KEYED
+def neighbours(controls: dict[str, W.ValueWidget], names: tuple[str, ...] = KEYED,
+               moved: tuple[str, int] | None = None
                ) -> Iterator[tuple[dict[str, Any], str]]:
-    """(values, key) one step either way on each enabled control, the first control first."""
+    """(values, key) one step either way on each enabled control, in `names`' order; `moved`
+    (a control's name, +1 or -1: the way it just moved) goes first, two steps on that way (a
+    held key gets there next) before one back."""
     now = {n: controls[n].value for n in names}
     parts = [part(controls[n]) for n in names]
-    for i, name in enumerate(names):
-        control = controls[name]
+    order = sorted(range(len(names)), key=lambda i: moved is None or names[i] != moved[0])
+    for i in order:
+        name, control = names[i], controls[names[i]]
         if control.disabled:
             continue
-        for value in _steps(control):
+        ways = (moved[1], 2 * moved[1], -moved[1]) if moved and moved[0] == name else (1, -1)
+        for value in _steps(control, ways):
             key = "|".join(parts[:i] + [part(control, value)] + parts[i + 1:])
             yield dict(now, **{name: value}), key
 
 
-def _steps(control: W.ValueWidget) -> list[Any]:
-    """The values one step below and above the control's (those within its range)."""
+def direction(control: W.ValueWidget, old: Any, new: Any) -> int:
+    """+1 when a control's value went up (a selection: to a later option), else -1."""
+    if isinstance(control, (W.SelectionSlider, W.Dropdown)):
+        values = _values(control)
+        old, new = (values.index(v) if v in values else 0 for v in (old, new))
+    return 1 if new > old else -1
+
+
+def _steps(control: W.ValueWidget, ways: tuple[int, ...] = (1, -1)) -> list[Any]:
+    """The values `ways` steps from the control's (those within its range)."""
     if isinstance(control, (W.SelectionSlider, W.Dropdown)):
         values, i = _values(control), control.index
-        return [values[j] for j in (i + 1, i - 1) if 0 <= j < len(values)]
-    step = control.step
-    out = []
-    for v in (control.value + step, control.value - step):
-        if control.min <= v <= control.max:
-            out.append(v)
-    return out
+        return [values[i + w] for w in ways if 0 <= i + w < len(values)]
+    return [control.value + w * control.step for w in ways
+            if control.min <= control.value + w * control.step <= control.max]
 
 
 class Ahead:
@@ -81,10 +91,12 @@ class Ahead:
     def prefetch(self, limit: int | None = None) -> int:
         """Send the page the timelines one control step away (at most `limit`); how many were
         sent. While idle the dashboard does this itself, one per turn of the event loop."""
-        if self._ahead is None:
+        if self._ahead is None or limit is None:  # (all of them: a round of its own)
             self._ahead = neighbours(self.controls)
         sent = 0
         for values, key in self._ahead:
+            if key in self.figures["timeline"].kept:  # the page has it already
+                continue
             try:
                 settings = self.settings.changed(**values)
             except ValueError:  # a combination the controls cannot show (e.g. 001's work)
@@ -110,12 +122,24 @@ class Ahead:
             self._ahead_handle = None
         self._ahead = None
 
-    def _start_ahead(self) -> None:
-        """Idle and ready: compute the neighbours' timelines, one per turn of the event loop
-        (a key press waits for one at most); without a loop (tests, scripts) nothing."""
+    def _start_ahead(self, moved: tuple[str, int] | None = None) -> None:
+        """Compute the neighbours' timelines, one per turn of the event loop (a key press waits
+        for one at most), `moved`'s way first; without a loop (tests, scripts) nothing."""
         self._stop_ahead()
+        if not self.figures["timeline"].keyed:  # a dashboard whose frames are not keyed (NAS)
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
+        self._ahead = neighbours(self.controls, moved=moved)
         self._ahead_handle = loop.call_soon(self._prefetch_later)
+
+    def _moved(self, change: Any) -> tuple[str, int] | None:
+        """(name, +1 or -1) of the control a change moved, if it is one that makes a key."""
+        if not isinstance(change, dict) or "owner" not in change:
+            return None
+        name = next((n for n in KEYED if self.controls.get(n) is change["owner"]), None)
+        if name is None:
+            return None
+        return name, direction(change["owner"], change["old"], change["new"])

@@ -196,6 +196,7 @@ class Dashboard(Ahead):
             self._fail(exc)
             return
         self._schedule_settle()
+        self._start_ahead(self._moved(change))  # a held key's next values, while it is held
 
     def _refresh(self) -> None:
         s = self.settings
