@@ -89,8 +89,9 @@ class Digits:
         """Rows of minibatch `micro` of worker `worker` in global batch `update` (views of a
         cached shuffled copy when they lie in one epoch: the same values, not to be written)."""
         start = (update * workers + worker) * accumulate * batch + micro * batch
-        epoch, offset = divmod(start, len(self.y_train))
-        if offset + batch <= len(self.y_train):  # within one epoch, as most minibatches are
+        n = self.y_train.shape[0]  # not len(): Tensor.__len__ is a Python-level call
+        epoch, offset = divmod(start, n)
+        if offset + batch <= n:  # within one epoch, as most minibatches are
             x, y = self.shuffled(epoch)
             return x[offset:offset + batch], y[offset:offset + batch]
         idx = torch.from_numpy(self.rows(start, batch))
