@@ -58,6 +58,15 @@ def test_a_killed_worker_host_leaves_nothing_behind(tmp_path, launcher):
     assert leftovers() == [] and not alive(procs)
 
 
+def test_forked_ranks_write_a_relative_run_folder_where_the_caller_is(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the forkserver's working folder is where it was started
+    with Hosts(3, bandwidth=50e6) as hosts:
+        procs = torchrun_across(hosts, "runs/a", shards=1, steps=2, launcher="fork")
+        assert wait_all(procs, 120) == [0, 0, 0], [p.stdout.read()[-800:] for p in procs]
+    assert pslab.processes.load_run(tmp_path / "runs/a").updates == 2
+    assert leftovers() == []
+
+
 def test_a_process_that_enters_a_host_sees_only_that_hosts_network():
     code = ("import socket, sys\nfrom pslab.processes.hosts_fork import enter\n"
             "enter(sys.argv[1])\nprint(sorted(n for _, n in socket.if_nameindex()))\n"
@@ -69,6 +78,13 @@ def test_a_process_that_enters_a_host_sees_only_that_hosts_network():
     assert inside.stdout.split("\n")[:2] == ["['eth0', 'lo']", "bound"], inside.stderr
     assert hosts.addresses[1] not in outside  # the host's address exists only in its namespace
     assert leftovers() == []
+
+
+def test_entering_a_host_that_does_not_exist_names_it():
+    from pslab.processes.hosts_fork import enter
+
+    with pytest.raises(FileNotFoundError, match="pslab-no-such-host"):
+        enter("pslab-no-such-host")
 
 
 def test_a_forked_rank_that_is_stopped_at_once_leaves_nothing_behind(tmp_path):

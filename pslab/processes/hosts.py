@@ -216,6 +216,7 @@ def torchrun_across(hosts: Hosts, out: str | Path, shards: int = 1, mode: str = 
     shards = integer("shards", shards, high=hosts.count - 1)
     one_of("launcher", launcher, ("torchrun", "direct", "fork"))
     workers = hosts.count - shards
+    out = Path(out).resolve()  # a forked rank's working folder is the forkserver's, not ours
     torchrun = Path(sys.executable).with_name("torchrun")
     master = str(ipaddress.ip_address(hosts.addresses[0]))
     procs = []
@@ -229,9 +230,9 @@ def torchrun_across(hosts: Hosts, out: str | Path, shards: int = 1, mode: str = 
         if launcher == "fork":
             from .hosts_fork import fork_rank
 
-            Path(out).mkdir(parents=True, exist_ok=True)
+            out.mkdir(parents=True, exist_ok=True)
             procs.append(fork_rank(hosts.namespace(r), ranks, rank,
-                                   str(Path(out) / f"rank{r}.out")))
+                                   str(out / f"rank{r}.out")))
             hosts.procs.append(procs[-1])
             continue
         if launcher == "torchrun":

@@ -45,11 +45,11 @@ def _rank(namespace: str, env: dict[str, str], argv: list[str], log: str, caller
     from .torchrun import run_rank
 
     os.setsid()
-    enter(namespace)
     out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(out, 1)
+    os.dup2(out, 1)  # first: a failure to enter the host is in the log too
     os.dup2(out, 2)
     os.close(out)
+    enter(namespace)
     os.environ.update(env)
     watch(caller)  # the forkserver is its parent: without this a killed kernel would orphan it
     run_rank(argv)
