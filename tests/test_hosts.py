@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -122,6 +123,10 @@ def test_bad_sizes_are_refused_at_once():
 def test_one_call_runs_across_hosts_and_cleans_up():
     from pslab.processes.hosts import run_across
 
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("pslab-hosts-*"))
     run = run_across(hosts=3, bandwidth=50e6, shards=1, mode="async", steps=5)
     assert run.complete and run.updates == 10 and run.config["mode"] == "async"
     assert leftovers() == []
+    assert set(Path(tempfile.gettempdir()).glob("pslab-hosts-*")) == before  # its folder went

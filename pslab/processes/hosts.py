@@ -266,14 +266,18 @@ def run_across(hosts: int = 3, bandwidth: float = 8e6, shards: int = 1, mode: st
     under torchrun (shards on the first hosts, workers on the rest), remove everything, and
     return the measured Run (extra: more of `python -m pslab.processes`'s options, e.g.
     ["--transfers", "wire"]). Raises HostsUnavailable where namespaces cannot be made (not root),
-    and RuntimeError with the ranks' last words when a rank fails."""
+    and RuntimeError with the ranks' last words when a rank fails. The ranks' report files go
+    to `out`, kept; without it, to a temporary folder removed once the Run is read."""
     import tempfile
 
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="pslab-hosts-") as folder:
+            return run_across(hosts, bandwidth, shards, mode, steps, timeout, time_scale,
+                              folder, extra, launcher)
     from .torchrun import load_run
 
-    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="pslab-hosts-"))
     with Hosts(hosts, bandwidth) as made:
-        procs = torchrun_across(made, folder, shards=shards, mode=mode, steps=steps,
+        procs = torchrun_across(made, out, shards=shards, mode=mode, steps=steps,
                                 timeout=timeout, time_scale=time_scale, extra=extra,
                                 launcher=launcher)
         codes = wait_all(procs, 3 * timeout + steps * 10 * time_scale + 120)
@@ -281,4 +285,4 @@ def run_across(hosts: int = 3, bandwidth: float = 8e6, shards: int = 1, mode: st
             words = [p.stdout.read()[-600:] if p.poll() is not None else "(still running)"
                      for p in procs]
             raise RuntimeError(f"a rank failed across hosts (exit codes {codes}): {words}")
-    return load_run(folder)
+    return load_run(out)
