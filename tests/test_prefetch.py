@@ -2,11 +2,14 @@
 the page computes from the controls (pslab.notebook.prefetch, browser_figure.js)."""
 from __future__ import annotations
 
+import asyncio
+
 import ipywidgets as W
 import pytest
 
 import pslab.widgets as pw
 from pslab.notebook.browser_figure import BrowserFigure, _lift
+from pslab.notebook.liveruns import LiveRuns
 from pslab.notebook.prefetch import KEYED, key_of, neighbours, part
 
 
@@ -106,3 +109,42 @@ def test_a_moved_control_goes_first_two_steps_its_way_and_nothing_is_sent_twice(
     assert not fig.kept and dash.prefetch() >= 4
     fig._on_page(fig, {"hello": True}, [])  # a new view keeps nothing yet
     assert not fig.kept
+
+
+def test_back_to_the_settled_values_after_the_cache_dropped_their_run_settles():
+    """A held key there and back before the sliders rest, while the frames sent ahead push the
+    settled run out of the run cache: the step back shows a timing-only run of the settled
+    values, and the settle must show the settled run again (it once never did: "loss curve:
+    waiting for the sliders to rest" for ever, a dashboard that stops answering)."""
+    view = LiveRuns(pw.preset("default", steps=6))
+    start = view.settings
+    view.step(start)
+    view.settle()
+    view.step(start.changed(workers=start.workers + 1))
+    view.cache._runs.clear()  # what a held key's frames sent ahead do to a 64-run cache
+    view.step(start)
+    assert view.run is not view.settled  # re-simulated, clock only
+    view.settle()
+    assert view.current(start) and view.run is view.settled
+
+
+def test_a_held_key_there_and_back_ends_ready_when_frames_ahead_evict_the_settled_run():
+    async def scenario() -> tuple:
+        dash = pw.Dashboard("default", steps=6, settle_delay=0.05)
+        dash.view.cache.size = 6  # a few frames sent ahead evict the settled run
+        workers = dash.controls["workers"]
+        start, settings = workers.value, dash.settings
+        for value in (start + 1, start + 2, start + 3, start + 2, start + 1, start):
+            workers.value = value
+            await asyncio.sleep(0.01)  # the event loop sends a frame ahead between presses
+        evicted = not dash.view.cache.has(settings, True)
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if 'data-state="ready"' in dash.status.value:
+                break
+        return evicted, dash
+
+    evicted, dash = asyncio.run(scenario())
+    assert evicted  # the case this is about
+    assert 'data-state="ready"' in dash.status.value, dash.status.value
+    assert not dash.pending and dash.view.current(dash.settings)

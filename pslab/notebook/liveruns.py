@@ -99,6 +99,11 @@ class LiveRuns:
         """Slow path: the run with numerics for the current settings (False: already shown)."""
         settings = self.settings
         if self._settled_for == settings:
+            # back to the settled values before the sliders rested: the step showed a
+            # timing-only run when the cache had dropped the settled one (frames sent ahead
+            # fill it); show the settled run again, or `current` never holds and "ready" waits
+            # forever
+            self.run = self.settled
             return False
         if progress is not None and not self.cache.has(settings, True):
             progress(f"training: {settings.workers} workers x {settings.run_steps} steps x "
