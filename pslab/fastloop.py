@@ -206,13 +206,14 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
                 a = shard.free_at
                 if a < now:
                     a = now
-                b = a + cost
+                b = shard.free_at = a + cost
                 log.append(a)
                 if b > end:
                     end = b
-                f = shard.free_at = b + after  # + the update's time, if booked right behind
-                if f > busy:
-                    busy = f
+                if after:  # the update this push completes, booked right behind it
+                    f = shard.free_at = b + after
+                    if f > busy:
+                        busy = f
             if fn is start_event:
                 if log_updates:
                     log += pad
@@ -233,7 +234,8 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
                     if log_updates:
                         log += pad
                 else:
-                    count, applied_at = 0, busy
+                    # the updates' last end (an update of no time ends with its push)
+                    count, applied_at = 0, busy if busy > end else end
                     version += 1
                     if log_updates:
                         applied_at = -math.inf
