@@ -46,3 +46,28 @@ def test_logits_addmm_is_the_product_then_the_bias(rows):
             x = torch.rand(rows, 64, generator=g)
             h = torch.tanh(x @ p["W_h"].T + p["b_h"])
             assert torch.equal(logits(p, x), h @ p["W_o"].T + p["b_o"])
+
+
+def test_digits_read_from_the_file_are_load_digits_bit_for_bit(monkeypatch):
+    """The digits come from scikit-learn's digits.csv.gz read with numpy (no sklearn import);
+    they are what `load_digits` gives, and the fallback (no file found) gives the same."""
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    import pslab.data as data
+
+    d = load_digits()
+    direct = data._digits_table()
+    assert np.array_equal(direct, np.column_stack([d.data, d.target]))
+    monkeypatch.setattr(data.importlib.util, "find_spec", lambda name: None)
+    assert np.array_equal(data._digits_table(), direct)
+
+
+def test_loading_the_digits_imports_no_sklearn():
+    import subprocess
+    import sys
+
+    code = ("import sys, pslab.data as d; x, y = d._digits(); "
+            "assert x.shape == (1797, 64) and y.max() == 9; print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
