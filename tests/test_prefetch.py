@@ -148,3 +148,26 @@ def test_a_held_key_there_and_back_ends_ready_when_frames_ahead_evict_the_settle
     assert evicted  # the case this is about
     assert 'data-state="ready"' in dash.status.value, dash.status.value
     assert not dash.pending and dash.view.current(dash.settings)
+
+
+def test_a_failure_while_sending_ahead_is_kept_in_errors_and_the_steps_still_answer():
+    """An exception in an event-loop callback is only logged by asyncio, where nobody looks:
+    the dashboard keeps it in `errors` (the tests read them) and stops sending ahead."""
+    async def scenario() -> pw.Dashboard:
+        dash = pw.Dashboard("default", steps=6, settle_delay=0.02)
+
+        def broken(key, panels):
+            raise RuntimeError("no frame")
+
+        dash.figures["timeline"].ahead = broken
+        dash.controls["workers"].value += 1
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if 'data-state="ready"' in dash.status.value and dash._ahead_handle is None:
+                break
+        return dash
+
+    dash = asyncio.run(scenario())
+    assert dash.errors[:1] == ["sending ahead: RuntimeError: no frame"]
+    assert 'data-state="ready"' in dash.status.value  # what is on screen is right
+    assert dash.figures["timeline"].key == key_of(dash.controls)

@@ -82,8 +82,8 @@ def _steps(control: W.ValueWidget, ways: tuple[int, ...] = (1, -1)) -> list[Any]
 
 class Ahead:
     """A dashboard's frames sent ahead (mixed into `pslab.notebook.widgets.Dashboard`, which
-    has `controls`, `figures`, `settings`, `view` and `_timeline`). `_start_ahead` when idle
-    and ready, `_stop_ahead` when a control moves."""
+    has `controls`, `figures`, `settings`, `view`, `errors` and `_timeline`). `_start_ahead`
+    when idle and ready, `_stop_ahead` when a control moves."""
 
     _ahead: Iterator[tuple[dict[str, Any], str]] | None = None
     _ahead_handle: asyncio.Handle | None = None
@@ -112,7 +112,13 @@ class Ahead:
 
     def _prefetch_later(self) -> None:
         self._ahead_handle = None
-        if self.prefetch(limit=1):
+        try:
+            sent = self.prefetch(limit=1)
+        except Exception as exc:  # asyncio would only log it where nobody looks: keep it in
+            self._ahead = iter(())  # `errors` (tests read them); the steps still answer
+            self.errors.append(f"sending ahead: {type(exc).__name__}: {exc}")
+            return
+        if sent:
             self._ahead_handle = asyncio.get_running_loop().call_soon(self._prefetch_later)
 
     def _stop_ahead(self) -> None:
