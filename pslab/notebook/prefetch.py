@@ -6,9 +6,10 @@ most of it in the hops, not in the work). After each step and when the dashboard
 the kernel now computes the timelines of the neighbouring values (one step either way on each
 control that changes the clock; after a step, two steps on the way the control moved first: a
 held key goes there next) with the same code as a slider step, one per turn of its event loop,
-and sends each to the browser once, keyed by the controls' values. The browser (browser_figure.js) draws the kept frame as soon as a control's
-value changes in the page; the kernel's own answer follows and is drawn over it (the same
-picture: it is the same function of the same run), then the loss curve as before.
+and sends each to the browser once, keyed by the controls' values. The browser
+(browser_figure.js) draws the kept frame as soon as a control's value changes in the page; the
+kernel's own answer follows and is drawn over it (the same picture: it is the same function of
+the same run), then the loss curve as before.
 
 A key is the controls' values as the page sees them: a selection's label, a number's shortest
 text (`part`), joined by "|". The learning rate is not in it: it never changes the clock.
