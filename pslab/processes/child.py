@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import sys
 import threading
@@ -48,7 +49,7 @@ def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
     sink: the pipe to the launcher, or under torchrun the path of this rank's report file."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if launcher is not None:
-        watch(launcher)
+        watch(launcher, os.path.dirname(meeting.file) if meeting and meeting.file else None)
         quiet()
     torch.set_num_threads(1)  # 2 cores, many processes: one thread each (PyTorch's advice)
     role, index = job.role(rank)
@@ -117,8 +118,11 @@ def quiet() -> None:
     os.close(null)
 
 
-def watch(pid: int) -> None:
-    """End this process when process `pid` (the launcher) ends, however it ends."""
+def watch(pid: int, leftover: str | None = None) -> None:
+    """End this process when process `pid` (the launcher) ends, however it ends. A launcher
+    killed outright (SIGKILL: an out-of-memory kill, a kernel restart) cannot remove its private
+    meeting folder, `leftover`: the children it leaves do (each tries; the first one wins), so
+    a course server's /tmp does not fill with them."""
     def wait() -> None:
         try:
             fd = os.pidfd_open(pid)
@@ -126,6 +130,8 @@ def watch(pid: int) -> None:
         except (AttributeError, OSError):  # no pidfd (old kernel, macOS): poll instead
             while _alive(pid):
                 time.sleep(0.5)
+        if leftover is not None:
+            shutil.rmtree(leftover, ignore_errors=True)
         os._exit(3)
 
     threading.Thread(target=wait, daemon=True, name="pslab-watchdog").start()
