@@ -35,7 +35,7 @@ def _digits_table() -> np.ndarray:
     it, read with numpy from where the package keeps it: importing sklearn.datasets to get it
     costs ~1 s of CPU per process (a notebook's kernel and each process backend's forkserver),
     the file 0.02 s. Falls back to `load_digits` where the file is not found
-    (tests/test_data.py checks both give the same bits)."""
+    (tests/test_fast_paths.py checks both give the same bits)."""
     spec = importlib.util.find_spec("sklearn")  # finds the package without importing it
     for folder in (spec.submodule_search_locations or []) if spec else []:
         path = Path(folder) / "datasets" / "data" / "digits.csv.gz"

@@ -53,8 +53,7 @@ def init_params(features: int, hidden: int, classes: int, seed: int) -> Params:
 def logits(p: Params, x: torch.Tensor) -> torch.Tensor:
     """The MLP's output: b_o + tanh(b_h + x W_h^T) W_o^T. F.linear, as torch.nn.Linear: one
     addmm for product and bias, the same bits as the product then the bias added."""
-    h = torch.tanh(F.linear(x, p["W_h"], p["b_h"]))  # tanh: smooth, so equivalences hold
-    return F.linear(h, p["W_o"], p["b_o"])
+    return F.linear(_hidden(p, x), p["W_o"], p["b_o"])
 
 
 def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, Params]:
@@ -83,8 +82,8 @@ def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, P
 
 
 def _hidden(p: Params, x: torch.Tensor) -> torch.Tensor:
-    """tanh(b_h + x W_h^T) as `logits` computes it, tanh taken in place (the same kernel,
-    one tensor fewer)."""
+    """tanh(b_h + x W_h^T), tanh taken in place (the same kernel, one tensor fewer); tanh:
+    smooth, so the equivalences hold to rounding."""
     return F.linear(x, p["W_h"], p["b_h"]).tanh_()
 
 
@@ -100,10 +99,8 @@ def score(p: Params, data: "Digits") -> tuple[float, float]:
     """The two numbers a history record keeps: the loss on the training split and the accuracy
     on the test split. Only those (no training accuracy, no test loss): this runs after every
     update, and each number is bit for bit what `evaluate` gives (the kernels of `logits`)."""
-    W_o, b_o = p["W_o"], p["b_o"]
-    loss = F.cross_entropy(F.linear(_hidden(p, data.x_train), W_o, b_o), data.y_train).item()
-    out = F.linear(_hidden(p, data.x_test), W_o, b_o)
-    right = out.argmax(1) == data.y_test
+    loss = F.cross_entropy(logits(p, data.x_train), data.y_train).item()
+    right = logits(p, data.x_test).argmax(1) == data.y_test
     return loss, right.float().mean().item()
 
 

@@ -35,7 +35,7 @@ from .job import Job, make_job
 from .measured import assemble
 from .options import Options
 from .report import unbatch
-from .starter import SERVER
+from .starter import SERVER, context
 
 
 class ProcessFailure(RuntimeError):
@@ -175,9 +175,8 @@ class Launch:
             shutil.rmtree(folder, ignore_errors=True)
 
     def start(self, meeting: Meeting) -> None:
-        ctx = mp.get_context(self.job.options.start_method)
-        if self.job.options.start_method == "forkserver":
-            ctx.set_forkserver_preload(SERVER)
+        method = self.job.options.start_method
+        ctx = context(SERVER) if method == "forkserver" else mp.get_context(method)
         with main_module_hidden(), ctrl_c_held() as asked:
             for rank in range(self.job.world):
                 if asked:  # Ctrl-C: start no more; those started are stopped by run()
