@@ -37,6 +37,11 @@ class RunCache:
     def has(self, settings: Settings, numerics: bool) -> bool:
         return self.key(settings, numerics) in self._runs
 
+    def shown(self, settings: Settings) -> Run:
+        """The run a slider step shows for `settings`: the one with numerics when it is kept
+        (its loss curve is then ready too), else the timing-only one (made when missing)."""
+        return self.get(settings, self.has(settings, True))
+
     def get(self, settings: Settings, numerics: bool) -> Run:
         key = self.key(settings, numerics)
         run = self._runs.get(key)
@@ -91,8 +96,7 @@ class LiveRuns:
             if self.cache.has(settings, True):
                 self.run = self.cache.get(settings, True)
             return False
-        numerics = self.cache.has(settings, True)
-        self.run, self._shown_key = self.cache.get(settings, numerics), key
+        self.run, self._shown_key = self.cache.shown(settings), key
         return True
 
     def settle(self, progress: Callable[[str], None] | None = None) -> bool:

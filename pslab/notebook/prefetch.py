@@ -102,8 +102,7 @@ class Ahead:
                 settings = self.settings.changed(**values)
             except ValueError:  # a combination the controls cannot show (e.g. 001's work)
                 continue
-            # the run a slider step to these values would show (LiveRuns.step's choice)
-            run = self.view.cache.get(settings, self.view.cache.has(settings, True))
+            run = self.view.cache.shown(settings)  # what a slider step to these values shows
             self.figures["timeline"].ahead(key, self._timeline(run))
             sent += 1
             if limit is not None and sent >= limit:
