@@ -13,9 +13,9 @@ kernel's pending settle and sending ahead, whether the run shown is the settled 
 a stall. Prints, per dashboard, bursts played, stalls and the slowest settle (s from the
 burst's last move to "ready"), with the load beside it.
 
-It found the one stall seen so far: a held key back to the settled values before the sliders
-rested, the settled run dropped from the run cache, "ready" never came
-(pslab.notebook.liveruns.LiveRuns.settle; dashboard 000, load ~5, before 04c7ee8).
+The kind of stall it hunts: a held key back to the settled values before the sliders rest,
+the settled run dropped from the run cache, "ready" never coming
+(pslab.notebook.liveruns.LiveRuns.settle; the one it found is in CHANGELOG.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a compiled event loop would give (issue 19): figure 000's async timing-only schedule in C.
+"""What a compiled event loop would give: figure 000's async timing-only schedule in C.
 
 `bench/c_clock.c` is pslab's async timing-only loop (a heap of events, Lindley's recursion per
 shard, idle spans for the holes, three doubles per span) in about 130 lines of C. This module

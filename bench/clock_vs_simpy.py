@@ -19,7 +19,7 @@ from .timing import measure, row
 
 STEPS, SEED = 100, 1
 CLUSTER = pslab.Cluster(jitter=0.3)
-GOAL_RATIO = 15.0  # pslab worker-steps/s over SimPy's, at N = 800 (issue 19)
+GOAL_RATIO = 15.0  # pslab worker-steps/s over SimPy's, at N = 800
 GOAL_800 = 0.4  # seconds for 800 x 100 timing-only
 GOAL_MB = 40.0  # peak RSS the 800 x 100 run adds to a warmed process
 

@@ -2,7 +2,7 @@
 
     python bench/core_speed.py
 
-Prints the best of three wall times. The goal (issue 2): 800 workers x 100 steps, timing only,
+Prints the best of three wall times. The goal: 800 workers x 100 steps, timing only,
 well under a second; a default sync training run in a few seconds.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `nas` section of `python -m bench`: figure 003's searches against their goals (issue 8).
+"""The `nas` section of `python -m bench`: figure 003's searches against their goals.
 
 - the small live search, S=2, K=3, m=2, 10 rounds, from a cold child cache (every child
   trains): goal <= 20 s on the 2-core machine; and the same search again, warm (every child

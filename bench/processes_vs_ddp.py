@@ -7,7 +7,7 @@ one torch thread per process, loopback. DDP all-reduces the gradient among the 3
 pslab's sync mode pushes it to 2 server shards (2 more processes) and fetches the averaged
 weights back. The process backend runs with time_scale=0 (no sleeping): raw speed. A step is
 the steady-state time between consecutive updates (the median over the run, after a warm-up);
-the goal (issue 9) is a ratio <= 1.5. Also prints the start-up time of 2 shards + 3 workers.
+the goal is a ratio <= 1.5. Also prints the start-up time of 2 shards + 3 workers.
 """
 from __future__ import annotations
 

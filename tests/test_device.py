@@ -1,7 +1,7 @@
 """Worker i on GPU i ("Processor i on GPU i", figure 000), and the CPU wherever there is none.
 
-The first two tests run everywhere; the last needs a GPU and is skipped without one (CI has none:
-it was run on a lent H100, see the closing note of issue 2).
+The first two tests run everywhere; the last needs a GPU and is skipped without one (CI has
+none; run it on a machine with an NVIDIA GPU: `pytest tests/test_device.py`).
 """
 import pytest
 import torch

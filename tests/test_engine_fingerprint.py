@@ -1,6 +1,6 @@
 """The engine's speed-ups change no result: every span (in order), every record, the makespan
-and the per-push staleness of a spread of runs hash to what the engine of commit 1111cc9 (before
-issue 13's speed work) produced.
+and the per-push staleness of a spread of runs hash to what the engine of commit 1111cc9 (the
+plain event loop, before the engine's speed-ups) produced.
 
 The pins were computed by running this file's `fingerprint` on that commit's pslab. Timing-only
 runs are pure float arithmetic on numpy's seeded durations, so they are pinned bit for bit (the

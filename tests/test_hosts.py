@@ -1,4 +1,4 @@
-"""Across machines for real (issue 21): hosts with their own addresses and shaped links (network
+"""Across machines for real: hosts with their own addresses and shaped links (network
 namespaces, veth, a bridge, tc tbf), a pslab run under torchrun across them with the simulated
 weights, and nothing left behind — also when a host's worker is killed mid-run. Root only: the
 tests skip with the reason elsewhere."""

@@ -1,4 +1,4 @@
-"""The layers are kept by CI (issue 20): import-linter checks pyproject.toml's contracts (a lower
+"""The layers are kept by CI: import-linter checks pyproject.toml's contracts (a lower
 layer never imports a higher one, not even inside a function; the core never imports a plotting
 or widget library), and an import planted in a copy of the package against either is caught by
 name. No module is over the house rule of ~400 lines."""

@@ -260,8 +260,8 @@ def test_search_and_random_search_take_the_same_arguments():
 
 def test_random_search_is_uniform_whatever_controller_it_stands_beside():
     """The learning controller's arguments are kept in the config but change nothing a random
-    search does (as its docstring says): the same children, the same timeline. With
-    policy="lstm" it used to draw from the LSTM's random initial policy, not uniformly."""
+    search does (as its docstring says): the same children, the same timeline; with
+    policy="lstm" too (it samples uniformly, not from the LSTM's random initial policy)."""
     base = pslab.nas.random_search(seed=0, rounds=2)
     for kw in (dict(servers=3), dict(mode="sync"), dict(lr=2.0, cube=True, decay=0.8),
                dict(policy="lstm")):

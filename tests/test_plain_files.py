@@ -1,4 +1,4 @@
-"""Files pslab reads back are plain data, and writes never lose the last good copy (issue 17):
+"""Files pslab reads back are plain data, and writes never lose the last good copy:
 a crafted torchrun run folder runs no code when loaded; a process run whose checkpoint cannot be
 written stops at once with an OSError naming the path; a trace is written whole or not at all."""
 import json

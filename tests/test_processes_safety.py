@@ -1,4 +1,4 @@
-"""The process backend on a shared machine (issue 17): it listens only where asked; during a run, every listening TCP
+"""The process backend on a shared machine: it listens only where asked; during a run, every listening TCP
 socket of pslab's processes is on the asked address, the rendezvous needs no socket at all (a
 FileStore in a private folder), and an address that is not this machine's is refused at once."""
 import os

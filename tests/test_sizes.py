@@ -1,4 +1,4 @@
-"""Every size a user can type is bounded by what this machine can do (issue 17): refused at
+"""Every size a user can type is bounded by what this machine can do: refused at
 once, naming the parameter and the range, before any child trains or any run starts."""
 import time
 

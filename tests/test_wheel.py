@@ -1,4 +1,4 @@
-"""What a user installs by name is what the tests tested (issue 20): `python -m build` makes a
+"""What a user installs by name is what the tests tested: `python -m build` makes a
 wheel and an sdist of the distribution pslab-edu from this checkout; the wheel goes into a
 fresh virtual environment (torch first, the CPU build on a machine without a GPU, as `make
 install` does; the wheel's own dependencies then resolved by pip from its metadata), which
