@@ -1,6 +1,8 @@
 """The model of figure 000: a small MLP whose parameters carry the figure's names.
 
-Hidden layer W_h, b_h; output layer W_o, b_o. The functions take the parameters as a dict of
+Hidden layer W_h, b_h; output layer W_o, b_o. A deeper model (`layers` linear layers, every
+hidden one equally wide: pslab.pipeline cuts it into stages) adds W_h2, b_h2, ... between
+them; the two-layer default draws, computes and names exactly what it always did. The functions take the parameters as a dict of
 tensors, so a worker can compute a gradient on whatever (possibly stale) weights it fetched,
 and the server can hold the same dict split into shards.
 """
@@ -31,14 +33,30 @@ NAMES = ("W_o", "b_o", "W_h", "b_h")
 LAYERS = (("W_o", "b_o"), ("W_h", "b_h"))  # figure 000's two shards, one per layer
 
 
-def shapes(features: int, hidden: int, classes: int) -> dict[str, tuple[int, ...]]:
-    """Every parameter's shape, in server order."""
-    return {"W_o": (classes, hidden), "b_o": (classes,), "W_h": (hidden, features),
-            "b_h": (hidden,)}
+def shapes(features: int, hidden: int, classes: int, layers: int = 2
+           ) -> dict[str, tuple[int, ...]]:
+    """Every parameter's shape, in server order: the output layer, then the hidden layers
+    from the first on (`layers` linear layers in all, every hidden one `hidden` wide)."""
+    out: dict[str, tuple[int, ...]] = {"W_o": (classes, hidden), "b_o": (classes,)}
+    for k, (w, b) in enumerate(hidden_names(layers)):
+        out[w], out[b] = (hidden, features if k == 0 else hidden), (hidden,)
+    return out
 
 
-def init_params(features: int, hidden: int, classes: int, seed: int) -> Params:
-    """Xavier-uniform weights and zero biases, drawn from the run's seed."""
+def hidden_names(layers: int) -> list[tuple[str, str]]:
+    """The hidden layers' (weight, bias) names in forward order: W_h, b_h (figure 000's), then
+    W_h2, b_h2, ... for a deeper model of `layers` linear layers (the output layer is last)."""
+    return [("W_h", "b_h") if k == 1 else (f"W_h{k}", f"b_h{k}") for k in range(1, layers)]
+
+
+def layer_names(p: Params) -> list[tuple[str, str]]:
+    """Every linear layer's (weight, bias) names in forward order, the output layer last."""
+    return [*hidden_names(len(p) // 2), ("W_o", "b_o")]
+
+
+def init_params(features: int, hidden: int, classes: int, seed: int, layers: int = 2) -> Params:
+    """Xavier-uniform weights and zero biases, drawn from the run's seed: W_h, then W_o (the
+    two-layer model's draws, unchanged by depth), then W_h2, W_h3, ..."""
     g = torch.Generator().manual_seed(seed)
 
     def xavier(rows: int, cols: int) -> torch.Tensor:
@@ -47,12 +65,16 @@ def init_params(features: int, hidden: int, classes: int, seed: int) -> Params:
 
     W_h = xavier(hidden, features)
     W_o = xavier(classes, hidden)
-    return {"W_o": W_o, "b_o": torch.zeros(classes), "W_h": W_h, "b_h": torch.zeros(hidden)}
+    out = {"W_o": W_o, "b_o": torch.zeros(classes), "W_h": W_h, "b_h": torch.zeros(hidden)}
+    for w, b in hidden_names(layers)[1:]:
+        out[w], out[b] = xavier(hidden, hidden), torch.zeros(hidden)
+    return out
 
 
 def logits(p: Params, x: torch.Tensor) -> torch.Tensor:
-    """The MLP's output: b_o + tanh(b_h + x W_h^T) W_o^T. F.linear, as torch.nn.Linear: one
-    addmm for product and bias, the same bits as the product then the bias added."""
+    """The MLP's output: b_o + h W_o^T, h the last hidden layer's tanh. F.linear, as
+    torch.nn.Linear: one addmm for product and bias, the same bits as the product then the bias
+    added."""
     return F.linear(_hidden(p, x), p["W_o"], p["b_o"])
 
 
@@ -65,26 +87,56 @@ def loss_and_grad(p: Params, x: torch.Tensor, y: torch.Tensor) -> tuple[float, P
     call: a run makes thousands of these calls on a few dozen rows, where autograd's graph
     building is most of the time. no_grad, not inference_mode: the gradients go on to be
     summed in place (all-reduce, accumulation), which inference tensors refuse. The simulation
-    calls it with grad mode already off (the check is then all it costs)."""
+    calls it with grad mode already off (the check is then all it costs). The pipeline's
+    stages (pslab.pipeline) run the same per-layer steps, cut between stages."""
     if torch.is_grad_enabled():
         with torch.no_grad():
             return loss_and_grad(p, x, y)
-    W_o = p["W_o"]
-    h = _hidden(p, x)
-    logp = torch.log_softmax(F.linear(h, W_o, p["b_o"]), 1)
-    loss, total = NLL(logp, y, None, MEAN, IGNORE)
-    one = ONE if loss.is_cpu and loss.dtype == ONE.dtype else torch.ones_like(loss)
-    g = NLL_BACKWARD(one, logp, y, None, MEAN, IGNORE, total)  # d loss / d logp
-    g = LOG_SOFTMAX_BACKWARD(g, logp, 1, logp.dtype)  # d loss / d logits
-    g_h = TANH_BACKWARD(g.mm(W_o), h)  # d loss / d (x W_h^T + b_h)
-    grads = {"W_o": g.t().mm(h), "b_o": g.sum(0), "W_h": g_h.t().mm(x), "b_h": g_h.sum(0)}
+    names = layer_names(p)
+    inputs = [x]  # each layer's input: x, then every hidden layer's output
+    for w, b in names[:-1]:
+        inputs.append(hidden_layer(p[w], p[b], inputs[-1]))
+    loss, g = loss_grad(F.linear(inputs[-1], p["W_o"], p["b_o"]), y)
+    grads: Params = {}
+    for k in range(len(names) - 1, -1, -1):  # g: d loss / d (layer k's pre-activation)
+        w, b = names[k]
+        grads[w], grads[b] = weight_grads(g, inputs[k])
+        if k:
+            g = input_grad(g, p[w], inputs[k])
     return loss.item(), {name: grads[name] for name in p}
 
 
+def hidden_layer(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """tanh(b + x W^T), tanh taken in place (the same kernel, one tensor fewer); tanh: smooth,
+    so the equivalences hold to rounding."""
+    return F.linear(x, W, b).tanh_()
+
+
+def loss_grad(out: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean cross-entropy of the logits `out` (a 0-d tensor) and d loss / d out."""
+    logp = torch.log_softmax(out, 1)
+    loss, total = NLL(logp, y, None, MEAN, IGNORE)
+    one = ONE if loss.is_cpu and loss.dtype == ONE.dtype else torch.ones_like(loss)
+    g = NLL_BACKWARD(one, logp, y, None, MEAN, IGNORE, total)  # d loss / d logp
+    return loss, LOG_SOFTMAX_BACKWARD(g, logp, 1, logp.dtype)
+
+
+def input_grad(g: torch.Tensor, W: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """d loss / d (the layer below's pre-activation), from `g`, d loss / d (this layer's
+    pre-activation), this layer's weight W and its input h = tanh(the layer below's)."""
+    return TANH_BACKWARD(g.mm(W), h)
+
+
+def weight_grads(g: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A layer's (d W, d b) from `g`, d loss / d its pre-activation, and its input h."""
+    return g.t().mm(h), g.sum(0)
+
+
 def _hidden(p: Params, x: torch.Tensor) -> torch.Tensor:
-    """tanh(b_h + x W_h^T), tanh taken in place (the same kernel, one tensor fewer); tanh:
-    smooth, so the equivalences hold to rounding."""
-    return F.linear(x, p["W_h"], p["b_h"]).tanh_()
+    """The last hidden layer's output."""
+    for w, b in layer_names(p)[:-1]:
+        x = hidden_layer(p[w], p[b], x)
+    return x
 
 
 @torch.inference_mode()
