@@ -71,7 +71,7 @@ window.__pslabTrace = trace;
 dash.scrollIntoView();
 return true;
 """
-# kernel side: the dashboard's _refresh, its run and the timeline's send, timed in place
+# kernel side: the dashboard's refresh, its run and the timeline's send, timed in place
 PATCH = """
 import time as _t, pslab.widgets as _w
 _d = _w.Dashboard.latest
@@ -86,12 +86,12 @@ def _wrap(obj, name, key):
             _T[-1][key] = _t.time() * 1000
         return out
     setattr(obj, name, timed)
-_orig_refresh = _d._refresh
+_orig_refresh = _d.refresh
 def _refresh():
     _T.append({'kernel': _t.time() * 1000})
     _orig_refresh()
     _T[-1]['done'] = _t.time() * 1000
-_d._refresh = _refresh
+_d.refresh = _refresh
 _wrap(_d.view, 'step', 'run')
 _wrap(_d.figures['timeline'], 'show', 'sent')
 """

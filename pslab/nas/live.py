@@ -17,7 +17,6 @@ double-click: the whole search). Matplotlib draws the static picture a saved not
 """
 from __future__ import annotations
 
-import base64
 import html
 import io
 from typing import Any
@@ -28,12 +27,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from .. import widgets
 from ..checks import integer
 from ..drawing.sizes import CELL_IN
 from ..notebook.browser_figure import BrowserFigure
 from ..notebook.livefigure import png_bytes
-from ..notebook.widgets import _widget_bundle
+from ..notebook.controls import check_settle_delay, dress, within
+from ..notebook.dashboard import TEXT_STYLE, DashboardBase
 from .browser_tiers import (REWARDS_LAYOUT, REWARDS_LEGEND, TIERS_LAYOUT, TIERS_LEGEND,
                             rewards_panel, tiers_panel)
 from .random_search import random_search
@@ -43,6 +42,13 @@ from .tiers_plot import TiersPlot, server_busy
 LRS = (0.2, 0.5, 1.0, 2.0, 4.0, 10.0)
 RANGES = {"servers": (1, 8), "controllers": (1, 8), "children": (1, 4), "rounds": (2, 20)}
 START = dict(servers=2, controllers=3, children=2, rounds=10, lr=2.0, mode="async")
+HELP = {"servers": "S: shards of the parameter server that holds the controllers' weights",
+        "controllers": "K: controllers (the server's workers), each a replica of the search",
+        "children": "m: child networks each controller samples and trains per round",
+        "rounds": "rounds of sampling, training and pushing",
+        "lr": "the controllers' REINFORCE learning rate",
+        "mode": "sync: the controllers' pushes averaged once per round; async: each applied "
+                "as it comes"}
 DPI = 80
 
 
@@ -84,69 +90,44 @@ CURVES_TITLE = ("held-out accuracy of the children sampled each round: REINFORCE
                 "replica thin, their mean thick), random search at the same budget grey dashed")
 
 
-class Dashboard(widgets.Dashboard):
+class Dashboard(DashboardBase):
     """Controls + the live timeline and reward curves of figure 003. Display it as the last
     line of a cell. Headless: `dash.set(controllers=5)`, then `dash.result`, `dash.figures`
     (the data the browser draws), `dash.snapshot()` (the same as a PNG).
 
-    The slider plumbing (debounce, status, `set`) is the core dashboard's; this class says
-    what runs on each path and what is drawn."""
+    The slider plumbing (debounce, status, fade, `set`, layout) is `DashboardBase`'s; this
+    class says what runs on each path and what is drawn."""
 
     def __init__(self, *, settle_delay: float | None = 0.4, seed: int = 0, **start: Any):
         unknown = set(start) - set(START)
         if unknown:
             raise ValueError(f"no control named {', '.join(sorted(unknown))}; the controls "
                              f"are {', '.join(START)}")
-        widgets.check_settle_delay(settle_delay)
+        check_settle_delay(settle_delay)
         self.seed = integer("seed", seed, low=0, high=2**64 - 1)
-        self.settle_delay, self.preset = settle_delay, "003"
-        self.controls: dict[str, W.ValueWidget] = {
+        controls: dict[str, W.ValueWidget] = {
             n: W.IntSlider(START[n], min=lo, max=hi, description=n)
             for n, (lo, hi) in RANGES.items()}
-        self.controls["lr"] = W.SelectionSlider(options=[(f"{v:g}", v) for v in LRS],
-                                                value=START["lr"], description="lr")
-        self.controls["mode"] = W.Dropdown(options=["async", "sync"], value=START["mode"],
-                                           description="mode")
+        controls["lr"] = W.SelectionSlider(options=[(f"{v:g}", v) for v in LRS],
+                                           value=START["lr"], description="lr")
+        controls["mode"] = W.Dropdown(options=["async", "sync"], value=START["mode"],
+                                      description="mode")
         for name, value in start.items():  # the rule `set` checks by: no clamp, no TraitError
-            widgets.within(name, self.controls[name], value)
-            self.controls[name].value = value
-        for name, c in self.controls.items():
-            c.style = {"description_width": "90px"}
-            # no fixed pixel widths: the controls wrap and the images shrink to the cell, so
-            # the dashboard fits a 1024-pixel projector beside JupyterLab's file browser
-            c.layout = W.Layout(width="auto", min_width="240px", max_width="380px",
-                                height="26px", margin="1px 2px")
-            c.add_class(f"pslab-{name}")
+            within(name, controls[name], value)
+            controls[name].value = value
+        for name, c in controls.items():
+            dress(name, c, HELP[name])
         # the browser test moves the `pslab-workers` slider: the controllers are the workers
         # of figure 003's parameter server
-        self.controls["controllers"].add_class("pslab-workers")
+        controls["controllers"].add_class("pslab-workers")
         # drawn by the browser from the search's data (hover, zoom), a cell wide
-        self.figures = {"timeline": BrowserFigure(TIERS_LAYOUT),
-                        "rewards": BrowserFigure(REWARDS_LAYOUT)}
-        for n, fig in self.figures.items():
-            fig.layout = W.Layout(width="auto", min_width="0", margin="0")
-            fig.add_class(f"pslab-{n}")
-        self.status, self.numbers, self.caption = W.HTML(), W.HTML(), W.HTML()
-        self.status.add_class("pslab-status")
-        self.numbers.add_class("pslab-numbers")
-        self.why = W.HTML()  # a surprise in the numbers, explained where it shows
-        self.why.add_class("pslab-why")
-        names = list(self.controls)
-        column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
-        wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
-        # one screen at 1024x768 with the file browser open: controls, timeline, reward curve;
-        # the titles and numbers under them
-        self.widget = W.VBox(
-            [W.HBox([W.VBox([self.controls[n] for n in names[:3]], layout=column),
-                     W.VBox([self.controls[n] for n in names[3:]], layout=column)],
-                    layout=wrap),
-             self.status, self.figures["timeline"], self.figures["rewards"], self.caption,
-             self.numbers, self.why],
-            layout=W.Layout(width="100%", max_width="1200px"))
-        self.widget.add_class("pslab-dashboard")
+        figures = {"timeline": BrowserFigure(TIERS_LAYOUT),
+                   "rewards": BrowserFigure(REWARDS_LAYOUT)}
+        self.caption = W.HTML()
         self.result: Search | None = None
         self.baseline: Search | None = None
-        self._start()
+        super().__init__(controls, figures, settle_delay=settle_delay, preset="003",
+                         extra=(self.caption,))
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -156,28 +137,21 @@ class Dashboard(widgets.Dashboard):
     def run(self) -> Search | None:
         return self.result
 
-    @property
-    def pending(self) -> bool:
-        return self._handle is not None
-
     def _search(self, numerics: bool) -> Search:
         return search(seed=self.seed, numerics=numerics, **self.settings)
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
         """The fast path: the clock only, the timeline redrawn; the reward curve and the
         numbers (of the last settled values) fade until the search is redone."""
         self.result = self._search(numerics=False)
         self._show_timeline()
-        for part in (self.figures["rewards"], self.numbers, self.why):
-            part.layout.opacity = "0.45"
 
     def _show_timeline(self) -> None:
         r = self.result
-        title = self._title()
-        self.caption.value = ("<div style='font-size:12px;line-height:1.25'>Timeline (rows: S "
-                              "shards of the server, C controllers, Ck.j controller k's "
-                              "children; a hover on a block says what it is): "
-                              + html.escape(title) + ".<br>Curves: " + CURVES_TITLE + ".</div>")
+        self.caption.value = (f"<div style='{TEXT_STYLE}'>Timeline (rows: S shards of the "
+                              "server, C controllers, Ck.j controller k's children; a hover "
+                              "on a block says what it is): " + html.escape(self._title())
+                              + ".<br>Curves: " + CURVES_TITLE + ".</div>")
         self.figures["timeline"].show([tiers_panel(r, replicas=4)], TIERS_LEGEND)
 
     def _title(self) -> str:
@@ -188,32 +162,29 @@ class Dashboard(widgets.Dashboard):
                 f"{server_busy(r):.0%}" + (f" (first 4 of {r.controllers} replicas shown)"
                                           if r.controllers > 4 else ""))
 
-    def settle(self) -> None:
-        """The slow path: the real search and random search; every plot redrawn. 'ready' only
-        when everything shown is of the controls' values now."""
-        self._handle = None
-        try:
-            self._set_status("busy", "training the children…")
-            s = self.settings
-            self.result = self._search(numerics=True)
-            self.baseline = random_search(controllers=s["controllers"], children=s["children"],
-                                          rounds=s["rounds"], seed=self.seed)
-            self._show_timeline()
-            self.figures["rewards"].show([rewards_panel(self.result, self.baseline)],
-                                         REWARDS_LEGEND)
-            self.numbers.value = "<b>" + html.escape(describe_search(self.result)) + "</b>"
-            self.why.value = self._why(s)
-            self.numbers_for = s
-            for part in (self.figures["rewards"], self.numbers, self.why):
-                part.layout.opacity = "1"
-            if self.settings != s:  # a control moved meanwhile: draw that too before 'ready'
-                self._refresh()
-                self._schedule_settle()
-                return
-            self._set_status("ready", f"ready ({self.result.trained} children trained now, "
-                                      "the rest from the cache)")
-        except Exception as exc:
-            self._fail(exc)
+    def compute(self) -> dict[str, Any]:
+        """The slow path: the real search and random search; every plot redrawn."""
+        self.set_status("busy", "training the children…")
+        s = self.settings
+        self.result = self._search(numerics=True)
+        self.baseline = random_search(controllers=s["controllers"], children=s["children"],
+                                      rounds=s["rounds"], seed=self.seed)
+        self._show_timeline()
+        self.figures["rewards"].show([rewards_panel(self.result, self.baseline)],
+                                     REWARDS_LEGEND)
+        self.numbers.value = (f"<div style='{TEXT_STYLE}'><b>"
+                              + html.escape(describe_search(self.result)) + "</b></div>")
+        self.why.value = self._why(s)
+        return s
+
+    def ready_text(self) -> str:
+        return f"ready ({self.result.trained} children trained now, the rest from the cache)"
+
+    def describe(self) -> str:
+        return describe_search(self.result)
+
+    def plain(self) -> str:
+        return "pslab NAS dashboard: " + self.describe()
 
     def _why(self, s: dict[str, Any]) -> str:
         """Why async ends later than sync, when it does: sync's search at the same values,
@@ -224,12 +195,10 @@ class Dashboard(widgets.Dashboard):
         sync = search(seed=self.seed, numerics=True, **dict(s, mode="sync"))
         if self.result.makespan <= sync.makespan:
             return ""
-        return ("<div style='font-size:12px;line-height:1.25;color:#444'>"
+        return (f"<div style='{TEXT_STYLE};color:#444'>"
                 f"Why async ends later than sync ({self.result.makespan:.1f} s vs "
                 f"{sync.makespan:.1f} s): every replica's pushes are applied one at a time and "
                 f"queue at the {s['servers']} shard(s) behind the other replicas' pushes.</div>")
-
-    flush = settle
 
     def snapshot_figures(self) -> tuple[Figure, Figure]:
         """The timeline and the reward curves drawn by matplotlib (what `snapshot` saves)."""
@@ -260,12 +229,6 @@ class Dashboard(widgets.Dashboard):
         out = io.BytesIO()
         sheet.save(out, format="png", compress_level=6)
         return out.getvalue()
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = _widget_bundle(self.widget, include, exclude)
-        bundle["text/plain"] = "pslab NAS dashboard: " + describe_search(self.result)
-        bundle["image/png"] = base64.b64encode(self.snapshot()).decode("ascii")
-        return bundle
 
     def __repr__(self) -> str:
         return f"pslab.nas.Dashboard({self.settings})"

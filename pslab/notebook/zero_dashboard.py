@@ -5,15 +5,14 @@ A change runs the clock only (`numerics=False`) and redraws the timeline (the by
 mode show in its makespan) and the memory per GPU of every stage at this N and model size (the
 mode shown outlined); when the sliders rest the run is repeated with the arithmetic: its loss
 and accuracy curves (beside the previous run's) and the numbers under them say its accuracy,
-the same in every mode (ZeRO's weights are sync's), reached sooner or later. The slider plumbing (debounce, status, `set`) is the core dashboard's
-(pslab/notebook/widgets.py); this module says what runs and what is drawn.
+the same in every mode (ZeRO's weights are sync's), reached sooner or later. The slider plumbing (debounce, status, fade, `set`, layout) is
+`pslab.notebook.dashboard.DashboardBase`'s; this module says what runs and what is drawn.
 
     from pslab.notebook.zero_dashboard import zero_dashboard
     zero_dashboard()              # ZeRO-3, 4 workers, 100 kB/s, hidden 64
 """
 from __future__ import annotations
 
-import base64
 import html
 import math
 from typing import Any
@@ -22,7 +21,6 @@ import ipywidgets as W
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from . import widgets
 from ..collectives import bytes_per_worker
 from ..drawing.dataflow_plot import fmt_bytes
 from ..drawing.sizes import CELL_IN
@@ -37,6 +35,7 @@ from .browser_memory import memory_layout, memory_legend, memory_panel
 from .browser_plots import (CURVES_LAYOUT, curves, timeline_layout, timeline_legend,
                             timeline_panel, timeline_rows)
 from .controls import BANDWIDTHS, _options, check_settle_delay, dress
+from .dashboard import TEXT_STYLE, DashboardBase
 from .dashboard_settings import bytes_per_s
 from .livefigure import nice_ceiling, png_bytes
 from .zero_settings import HIDDENS, MODES, WORKERS, ZeroSettings, model_bytes
@@ -54,7 +53,7 @@ def _png(fig: Figure) -> bytes:
     return png_bytes(canvas)
 
 
-class ZeroDashboard(widgets.Dashboard):
+class ZeroDashboard(DashboardBase):
     """Controls + the live timeline and memory bars of notebook 07. Display it as the last
     line of a cell. Headless: `dash.set(workers=8, mode="sync")`, then `dash.run`,
     `dash.figures` (the data the browser draws), `dash.numbers.value`."""
@@ -62,9 +61,8 @@ class ZeroDashboard(widgets.Dashboard):
     def __init__(self, *, settle_delay: float | None = 0.25, **start: Any):
         check_settle_delay(settle_delay)
         self._fixed = ZeroSettings(**start)  # checks every value by name
-        self.settle_delay, self.preset = settle_delay, "07"
         s = self._fixed
-        self.controls: dict[str, W.ValueWidget] = {
+        controls: dict[str, W.ValueWidget] = {
             "mode": W.Dropdown(options=list(MODES), value=s.mode, description="mode"),
             "workers": W.IntSlider(s.workers, min=WORKERS[0], max=WORKERS[1],
                                    description="workers N"),
@@ -75,37 +73,19 @@ class ZeroDashboard(widgets.Dashboard):
                                                  for h in HIDDENS],
                                         value=s.hidden, description="model size"),
         }
-        for name, c in self.controls.items():
+        for name, c in controls.items():
             dress(name, c, HELP[name])
         # drawn by the browser from the runs' data (hover, zoom), as the core dashboard's
-        self.figures = {"timeline": BrowserFigure(timeline_layout("ps")),
-                        "training": BrowserFigure(CURVES_LAYOUT),
-                        "memory": BrowserFigure(memory_layout("kB"))}
-        for n, fig in self.figures.items():
-            fig.layout = W.Layout(width="auto", min_width="0", margin="0")
-            fig.add_class(f"pslab-{n}")
-        self.status, self.numbers, self.caption, self.code = (W.HTML(), W.HTML(), W.HTML(),
-                                                              W.HTML())
-        self.status.add_class("pslab-status")
-        self.numbers.add_class("pslab-numbers")
-        column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
-        wrap = W.Layout(flex_flow="row wrap", width="100%", align_items="flex-start")
-        # one screen at 1024x768 with the file browser open: two rows of controls, the
-        # timeline, the loss and accuracy curves, the numbers, then the memory bars
-        self.widget = W.VBox(
-            [W.HBox([W.VBox([self.controls["mode"], self.controls["workers"]], layout=column),
-                     W.VBox([self.controls["bandwidth"], self.controls["hidden"]],
-                            layout=column)], layout=wrap),
-             self.status, self.caption, self.figures["timeline"], self.figures["training"],
-             self.numbers,
-             self.figures["memory"], self.code],
-            layout=W.Layout(width="100%", max_width="1200px"))
-        self.widget.add_class("pslab-dashboard")
+        figures = {"timeline": BrowserFigure(timeline_layout("ps")),
+                   "training": BrowserFigure(CURVES_LAYOUT),
+                   "memory": BrowserFigure(memory_layout("kB"))}
+        self.caption = W.HTML()
         self._runs: dict[tuple, Run] = {}
         self._memory_for: tuple | None = None
         self._previous: tuple[ZeroSettings, Run] | None = None  # the last settled, compared
         self.shown: Run | None = None
-        self._start()
+        super().__init__(controls, figures, settle_delay=settle_delay, preset="07",
+                         extra=(self.caption, figures["memory"]))
 
     # ---- state ---------------------------------------------------------------------------
     @property
@@ -116,10 +96,6 @@ class ZeroDashboard(widgets.Dashboard):
     def run(self) -> Run | None:
         return self.shown
 
-    @property
-    def pending(self) -> bool:
-        return self._handle is not None
-
     def _train(self, s: ZeroSettings, numerics: bool) -> Run:
         key = (s, numerics)
         if key not in self._runs:
@@ -128,9 +104,9 @@ class ZeroDashboard(widgets.Dashboard):
         return self._runs[key]
 
     # ---- the two paths --------------------------------------------------------------------
-    def _refresh(self) -> None:
-        """Fast path: the clock only; the timeline redrawn, the curves, the numbers (and, if N,
-        the size or the stage moved, the memory bars) faded until the sliders rest."""
+    def refresh(self) -> None:
+        """Fast path: the clock only; the timeline redrawn (the curves, the numbers and, if N,
+        the size or the stage moved, the memory bars fade until the sliders rest)."""
         s = self.settings
         self.shown = self._train(s, numerics=False)
         run = self.shown
@@ -138,45 +114,46 @@ class ZeroDashboard(widgets.Dashboard):
         self.figures["timeline"].show(
             [timeline_panel(run, "ps", rows, nice_ceiling(run.makespan * 1.02))],
             timeline_legend("ps", [run]))
-        self.caption.value = ("<div style='font-size:12px;line-height:1.25'>"
+        self.caption.value = (f"<div style='{TEXT_STYLE}'>"
                               + html.escape(self._title(s, self.shown)) + "</div>")
-        faded = (self.figures["training"], self.numbers, self.figures["memory"])
-        for part in faded[:2] if self._memory_for == _memory_key(s) else faded:
-            part.layout.opacity = "0.45"  # of older values until the sliders rest
 
-    def settle(self) -> None:
-        """Slow path: the same run with the arithmetic; curves, numbers and memory bars drawn.
-        'ready' only when everything shown is of the controls' values now."""
-        self._cancel_settle()
-        try:
-            s = self.settings
-            self.shown = self._train(s, numerics=True)
-            self.numbers.value = ("<div style='font-size:13px;line-height:1.3'><b>"
-                                  + html.escape(describe(s, self.shown)) + "</b></div>")
-            self.numbers_for = s
-            runs, labels = [self.shown], [f"now: {s.mode}, N = {s.workers}"]
-            if self._previous is not None and self._previous[0] != s:
-                runs.append(self._previous[1])
-                labels.append(f"before: {self._previous[0].mode}, N = "
-                              f"{self._previous[0].workers}")
-            self.figures["training"].show(*curves(runs, labels))
-            self._previous = (s, self.shown)
-            if self._memory_for != _memory_key(s):  # they change only with N, size, stage
-                self._show_memory(s)
-                self._memory_for = _memory_key(s)
-            for part in (self.figures["training"], self.numbers, self.figures["memory"]):
-                part.layout.opacity = "1"
-            self.code.value = ("<details><summary>this run in one line of Python</summary>"
-                               "<code>" + html.escape(s.code()) + "</code></details>")
-            if self.settings != s:  # a control moved meanwhile: draw that too first
-                self._refresh()
-                self._schedule_settle()
-                return
-            self._set_status("ready", "ready")
-        except Exception as exc:
-            self._fail(exc)
+    def faded(self) -> tuple[W.Widget, ...]:
+        parts = (self.figures["training"], self.numbers, self.why)
+        if self._memory_for != _memory_key(self.settings):
+            parts += (self.figures["memory"],)
+        return parts
 
-    flush = settle
+    def fade(self, older: bool) -> None:
+        if not older:  # settled: the memory bars are of these values too
+            self.figures["memory"].layout.opacity = "1"
+        super().fade(older)
+
+    def compute(self) -> ZeroSettings:
+        """Slow path: the same run with the arithmetic; curves, numbers and memory bars."""
+        s = self.settings
+        self.shown = self._train(s, numerics=True)
+        self.numbers.value = (f"<div style='{TEXT_STYLE}'><b>"
+                              + html.escape(describe(s, self.shown)) + "</b></div>")
+        runs, labels = [self.shown], [f"now: {s.mode}, N = {s.workers}"]
+        if self._previous is not None and self._previous[0] != s:
+            runs.append(self._previous[1])
+            labels.append(f"before: {self._previous[0].mode}, N = "
+                          f"{self._previous[0].workers}")
+        self.figures["training"].show(*curves(runs, labels))
+        self._previous = (s, self.shown)
+        if self._memory_for != _memory_key(s):  # they change only with N, size, stage
+            self._show_memory(s)
+            self._memory_for = _memory_key(s)
+        return s
+
+    def describe(self) -> str:
+        return describe(self.settings, self.shown)
+
+    def plain(self) -> str:
+        return "pslab ZeRO dashboard: " + self.describe()
+
+    def code_text(self) -> str:
+        return self.settings.code()
 
     # ---- pictures -------------------------------------------------------------------------
     def snapshot(self) -> bytes:
@@ -214,13 +191,6 @@ class ZeroDashboard(widgets.Dashboard):
         return (f"{s.mode}, {s.workers} workers, {bytes_per_s(s.bandwidth)} links, model "
                 f"{fmt_bytes(model_bytes(s.hidden))}: makespan {run.makespan:.2f} s for "
                 f"{s.steps} steps (clock only while the sliders move)")
-
-    # ---- display ----------------------------------------------------------------------------
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = widgets._widget_bundle(self.widget, include, exclude)
-        bundle["text/plain"] = "pslab ZeRO dashboard: " + describe(self.settings, self.shown)
-        bundle["image/png"] = base64.b64encode(self.snapshot()).decode("ascii")
-        return bundle
 
     def __repr__(self) -> str:
         return f"ZeroDashboard({self.settings.code()})"

@@ -1,0 +1,269 @@
+"""What every pslab dashboard shares: the layout, the two paths, the fade, the status, display.
+
+A dashboard is controls in front of a live run. While a control moves, the fast path
+(`refresh`: the clock only) redraws the timeline at once and the parts of slower values fade;
+when the controls have been still for `settle_delay` seconds the slow path (`compute`: the run
+with its arithmetic) redraws everything, and "ready" shows only when everything on screen is
+of the controls' values. Without a running event loop (tests, scripts) the slow path runs at
+once.
+
+A subclass builds its `controls` (name -> widget, in the order they are laid out) and its
+`figures` (name -> `BrowserFigure`: "timeline" first, then the main curve), passes them to
+`DashboardBase.__init__`, and fills in the hooks:
+
+    settings   property: what the controls say now (compared with ==)
+    run        property: what is on show (None before the first run)
+    refresh()  the fast path: draw the clock-only run of `settings`
+    compute()  the slow path: the full run drawn, `numbers` and `why` written; returns the
+               settings it drew (the base checks they are still the controls')
+    describe() the bold numbers as one line of text (also the notebook's text/plain)
+    snapshot() the PNG a saved notebook shows readers without a kernel
+    code_text() the run as one line of Python ("" for none)
+    plain()    the text/plain a notebook keeps (default: "pslab dashboard (preset): numbers")
+
+`ready_text()`, `current(drawn)`, `faded()`, `check(values)`, `place(name, value)` and
+`pending` may be overridden. `extra` widgets (a side panel,
+memory bars, captions) go under the two main plots; a control added to `controls` before
+`__init__` (e.g. a link model) joins the columns.
+
+Layout (one screen at 1024x768 with JupyterLab's file browser open: about 500 px of a
+577-px-wide cell): the controls in two columns, one line of status, the bold numbers and the
+lines that explain them, then the timeline and the main curve; the rest under them.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import html
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import ipywidgets as W
+
+from .browser_figure import BrowserFigure
+from .controls import check_settle_delay, within
+from .prefetch import Ahead
+from .progress import widget_bundle
+
+__all__ = ["DashboardBase", "TEXT_STYLE"]
+
+TEXT_STYLE = "font-size:12px;line-height:1.25;text-align:left"
+COLOURS = {"ready": "#2e7d32", "busy": "#b26a00", "error": "#c62828"}
+FADED = "0.45"  # opacity of a part that shows older values than the controls
+
+
+class DashboardBase(Ahead):
+    """Controls, a status line, numbers, explanations and browser-drawn plots (see the module
+    docstring for the hooks). Display it as the last line of a cell."""
+
+    latest: "DashboardBase | None" = None  # the dashboard made last (for a look from outside)
+    def __init__(self, controls: dict[str, W.ValueWidget], figures: dict[str, BrowserFigure],
+                 *, settle_delay: float | None, preset: str, extra: tuple[W.Widget, ...] = ()):
+        check_settle_delay(settle_delay)
+        self.settle_delay, self.preset = settle_delay, preset
+        self.controls, self.figures = controls, figures
+        for n, fig in figures.items():
+            fig.layout = W.Layout(width="auto", min_width="0", margin="0")
+            fig.add_class(f"pslab-{n}")
+        self.status, self.numbers, self.why, self.code = (W.HTML(), W.HTML(), W.HTML(),
+                                                               W.HTML())
+        for name, part in (("status", self.status), ("numbers", self.numbers),
+                           ("why", self.why)):
+            part.add_class(f"pslab-{name}")
+        self.widget = self._layout(extra)
+        self.widget.add_class("pslab-dashboard")
+        self.latencies_ms: list[float] = []  # fast path (clock only) per change
+        self.settle_ms: list[float] = []  # slow path per settle
+        self.errors: list[str] = []
+        self._handle: asyncio.TimerHandle | None = None
+        self._holding = False
+        self.numbers_for: Any = None  # the settings the bold numbers are of
+        for c in self.controls.values():
+            c.observe(self._changed, names="value")
+        self.refresh()
+        self.settle()
+        DashboardBase.latest = self  # what the notebook tests read the latencies from
+
+    def _layout(self, extra: tuple[W.Widget, ...]) -> W.VBox:
+        """Controls in two columns (the first half left), the status, numbers and why-lines
+        in one compact block, the timeline and the main curve, then `extra`."""
+        names = list(self.controls)
+        half = (len(names) + 1) // 2
+        column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
+        columns = W.HBox([W.VBox([self.controls[n] for n in part], layout=column)
+                          for part in (names[:half], names[half:])],
+                         layout=W.Layout(flex_flow="row wrap", width="100%",
+                                         align_items="flex-start"))
+        texts = W.VBox([self.status, self.numbers, self.why],
+                       layout=W.Layout(margin="0 4px", min_width="0"))
+        main = list(self.figures.values())[:2]
+        for fig in main:  # one under the other in a projector's cell, side by side when wide
+            fig.layout.flex = "1 1 480px"
+        plots = W.HBox(main, layout=W.Layout(flex_flow="row wrap", width="100%",
+                                             align_items="flex-start"))
+        return W.VBox([columns, texts, plots, *extra, self.code],
+                      layout=W.Layout(width="100%", max_width="1200px"))
+
+    # ---- hooks ------------------------------------------------------------------------------
+    @property
+    def settings(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def run(self) -> Any:
+        raise NotImplementedError
+
+    def refresh(self) -> None:
+        """The fast path: the clock-only run of `settings` drawn."""
+        raise NotImplementedError
+
+    def compute(self) -> Any:
+        """The slow path: the full run drawn, numbers and why-lines written; its settings."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def snapshot(self) -> bytes:
+        raise NotImplementedError
+
+    def code_text(self) -> str:
+        return ""
+
+    def plain(self) -> str:
+        """The text a notebook keeps (nbval compares it): deterministic."""
+        return f"pslab dashboard ({self.preset}): {self.describe()}"
+
+    def ready_text(self) -> str:
+        return "ready"
+
+    def current(self, drawn: Any) -> bool:
+        """True when everything on screen is of the controls' values (`drawn`: what the slow
+        path drew)."""
+        return drawn == self.settings
+
+    def faded(self) -> tuple[W.Widget, ...]:
+        """The parts of the slow path, faded while they show older values than the timeline."""
+        return (list(self.figures.values())[1], self.numbers, self.why)
+
+    @property
+    def pending(self) -> bool:
+        """True while a slow path is owed (the sliders have not rested yet)."""
+        return self._handle is not None
+
+    # ---- public ------------------------------------------------------------------------------
+    def set(self, **values: Any) -> "DashboardBase":
+        """Set several controls and re-simulate once: `dash.set(workers=5, mode="async")`."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"no control named {', '.join(sorted(unknown))}; "
+                             f"the controls are {', '.join(self.controls)}")
+        self.check(values)
+        with self._hold():
+            for name, value in values.items():
+                self.place(name, value)
+        self._changed(None)
+        return self
+
+    def check(self, values: dict[str, Any]) -> None:
+        """Refuse values the controls cannot show, before any control moves (ValueError)."""
+        for name, value in values.items():
+            within(name, self.controls[name], value)
+
+    def place(self, name: str, value: Any) -> None:
+        """Move one control to a checked value (no run yet)."""
+        self.controls[name].value = value
+
+    def settle(self) -> None:
+        """Run the slow path for the controls' values now and redraw everything."""
+        self._cancel_settle()
+        try:
+            t0 = time.perf_counter()
+            drawn = self.compute()
+            self.settle_ms.append((time.perf_counter() - t0) * 1000)
+            self.numbers_for = drawn
+            self.fade(False)
+            code = self.code_text()
+            self.code.value = "" if not code else (
+                "<details><summary>this run in one line of Python</summary><code>"
+                + html.escape(code) + "</code></details>")
+            if not self.current(drawn):  # a control moved meanwhile: draw that too first
+                self.refresh()
+                self.fade(True)
+                self._schedule_settle()
+                return
+            self.set_status("ready", self.ready_text())
+            self._start_ahead()
+        except Exception as exc:
+            self.fail(exc)
+
+    def set_status(self, state: str, text: str) -> None:
+        """The status line: "ready" (green), "busy" (amber) or "error" (red), and its text."""
+        self.status.value = (f'<div data-state="{state}" style="{TEXT_STYLE};'
+                             f'color:{COLOURS[state]}">{text}</div>')
+
+    def fail(self, exc: Exception) -> None:
+        """Show an error in the status line and keep it in `errors` (never raised in a
+        callback, where the kernel would swallow it)."""
+        self.errors.append(f"{type(exc).__name__}: {exc}")
+        self.set_status("error", html.escape(self.errors[-1]))
+
+    def fade(self, older: bool) -> None:
+        """Fade (or restore) the parts the slow path draws."""
+        for part in self.faded():
+            part.layout.opacity = FADED if older else "1"
+
+    # ---- the two paths -----------------------------------------------------------------------
+    @contextmanager
+    def _hold(self) -> Iterator[None]:
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+
+    def _changed(self, change: Any) -> None:
+        if self._holding:
+            return
+        self._stop_ahead()
+        try:
+            t0 = time.perf_counter()
+            self.refresh()
+            self.fade(True)
+            self.latencies_ms.append((time.perf_counter() - t0) * 1000)
+        except Exception as exc:  # a callback must never die silently in the kernel
+            self.fail(exc)
+            return
+        self._schedule_settle()
+        self._start_ahead(self._moved(change))  # a held key's next values, while it is held
+
+    def _cancel_settle(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _schedule_settle(self) -> None:
+        self._cancel_settle()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or self.settle_delay is None:
+            self.settle()
+            return
+        self.set_status("busy", "numbers and curves: waiting for the sliders to rest…")
+        self._handle = loop.call_later(self.settle_delay, self._settle_later)
+
+    def _settle_later(self) -> None:
+        self._handle = None
+        self.settle()
+
+    # ---- display -----------------------------------------------------------------------------
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = widget_bundle(self.widget, include, exclude)
+        # Deterministic text (nbval compares it) and a static picture for readers without a
+        # kernel (GitHub, an untrusted notebook): the widget view is preferred where it works.
+        bundle["text/plain"] = self.plain()
+        bundle["image/png"] = base64.b64encode(self.snapshot()).decode("ascii")
+        return bundle
