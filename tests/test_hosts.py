@@ -1,8 +1,11 @@
 """Across machines for real: hosts with their own addresses and shaped links (network
 namespaces, veth, a bridge, tc tbf), a pslab run under torchrun across them with the simulated
-weights, and nothing left behind — also when a host's worker is killed mid-run. Root only: the
-tests skip with the reason elsewhere."""
+weights, and nothing left behind — also when a host's worker is killed mid-run, when two sets of
+hosts are up at once, and when SIGTERM stops the script inside `with Hosts(...)`. Root only: the
+tests skip with the reason elsewhere. Each test looks for what its own process made (other
+processes on the machine may be making hosts of their own meanwhile)."""
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -13,7 +16,8 @@ import pytest
 import torch
 
 import pslab
-from pslab.processes.hosts import Hosts, leftovers, torchrun_across, unavailable, wait_all
+from pslab.processes.hosts import (Hosts, leftovers, own_prefix, torchrun_across, unavailable,
+                                   wait_all)
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
@@ -32,7 +36,7 @@ def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher)
         logs = [p.stdout.read()[-1500:] for p in procs]
         assert codes == [0, 0, 0], logs
         namespaces = [hosts.namespace(i) for i in range(3)]
-    assert leftovers() == [] and not alive(procs)
+    assert leftovers(own_prefix()) == [] and not alive(procs)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(ns in listed for ns in namespaces)
     run = pslab.processes.load_run(tmp_path)
@@ -56,7 +60,7 @@ def test_a_killed_worker_host_leaves_nothing_behind(tmp_path, launcher):
             os.kill(pid, signal.SIGKILL)
         codes = wait_all(procs, 60)
         assert codes[2] is not None and any(c not in (0, None) for c in codes[:2]), codes
-    assert leftovers() == [] and not alive(procs)
+    assert leftovers(own_prefix()) == [] and not alive(procs)
 
 
 def test_forked_ranks_write_a_relative_run_folder_where_the_caller_is(tmp_path, monkeypatch):
@@ -65,7 +69,7 @@ def test_forked_ranks_write_a_relative_run_folder_where_the_caller_is(tmp_path, 
         procs = torchrun_across(hosts, "runs/a", shards=1, steps=2, launcher="fork")
         assert wait_all(procs, 120) == [0, 0, 0], [p.stdout.read()[-800:] for p in procs]
     assert pslab.processes.load_run(tmp_path / "runs/a").updates == 2
-    assert leftovers() == []
+    assert leftovers(own_prefix()) == []
 
 
 def test_a_process_that_enters_a_host_sees_only_that_hosts_network():
@@ -78,7 +82,7 @@ def test_a_process_that_enters_a_host_sees_only_that_hosts_network():
         outside = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
     assert inside.stdout.split("\n")[:2] == ["['eth0', 'lo']", "bound"], inside.stderr
     assert hosts.addresses[1] not in outside  # the host's address exists only in its namespace
-    assert leftovers() == []
+    assert leftovers(own_prefix()) == []
 
 
 def test_entering_a_host_that_does_not_exist_names_it():
@@ -91,7 +95,7 @@ def test_entering_a_host_that_does_not_exist_names_it():
 def test_a_forked_rank_that_is_stopped_at_once_leaves_nothing_behind(tmp_path):
     with Hosts(3, bandwidth=50e6) as hosts:  # closed while the ranks may still be starting
         procs = torchrun_across(hosts, tmp_path, shards=1, steps=400, launcher="fork")
-    assert leftovers() == [] and not alive(procs)
+    assert leftovers(own_prefix()) == [] and not alive(procs)
 
 
 def test_a_shaped_link_carries_what_was_asked(tmp_path):
@@ -110,7 +114,7 @@ def test_a_shaped_link_carries_what_was_asked(tmp_path):
         seconds = float(rx.stdout.read())
     measured = size * 8 / seconds
     assert abs(measured - asked) / asked < 0.10, f"{measured / 1e6:.2f} Mbit/s for 8 asked"
-    assert leftovers() == []
+    assert leftovers(own_prefix()) == []
 
 
 def test_bad_sizes_are_refused_at_once():
@@ -128,5 +132,83 @@ def test_one_call_runs_across_hosts_and_cleans_up():
     before = set(Path(tempfile.gettempdir()).glob("pslab-hosts-*"))
     run = run_across(hosts=3, bandwidth=50e6, shards=1, mode="async", steps=5)
     assert run.complete and run.updates == 10 and run.config["mode"] == "async"
-    assert leftovers() == []
+    assert leftovers(own_prefix()) == []
     assert set(Path(tempfile.gettempdir()).glob("pslab-hosts-*")) == before  # its folder went
+
+
+def test_two_sets_of_hosts_at_once_in_one_process_each_work():
+    with Hosts(2, bandwidth=50e6) as a, Hosts(3, bandwidth=50e6) as b:
+        assert a.tag != b.tag
+        assert not set(a.addresses) & set(b.addresses)
+        for hosts in (a, b):  # host 1 reaches host 0 over its own bridge
+            server = ("import socket,sys\ns=socket.socket();s.bind((sys.argv[1],5602));"
+                      "s.listen(1)\nprint('up',flush=True)\nc,_=s.accept();print(c.recv(9))\n")
+            rx = hosts.run(0, [sys.executable, "-c", server, hosts.addresses[0]],
+                           stdout=subprocess.PIPE, text=True)
+            assert rx.stdout.readline() == "up\n"
+            tx = hosts.run(1, [sys.executable, "-c", "import socket,sys\n"
+                               "socket.create_connection((sys.argv[1],5602)).sendall(b'hello')",
+                               hosts.addresses[0]])
+            assert wait_all([rx, tx], 60) == [0, 0] and rx.stdout.read() == "b'hello'\n"
+    assert leftovers(own_prefix()) == []
+
+
+SCRIPT = """
+import signal, sys, time
+from pslab.processes.hosts import Hosts
+if sys.argv[1] == "chained":  # the script's own handler: it decides, and it raises
+    def stop(signum, frame):
+        print("handler", flush=True)
+        raise SystemExit(7)
+    signal.signal(signal.SIGTERM, stop)
+print("entering", flush=True)
+with Hosts(3, bandwidth=50e6) as hosts:
+    sleeper = hosts.run(1, ["sleep", "60"])
+    print("inside", sleeper.pid, flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("handler", ["default", "chained"])
+def test_sigterm_inside_hosts_removes_everything_then_ends_as_asked(handler):
+    """SIGTERM at seeded random moments: while the hosts are being made, or inside the block
+    with a process running on a host. The script ends as SIGTERM (or its own handler) says,
+    and its namespaces, bridge, veth links and processes are gone."""
+    rng = random.Random(31)
+    for delay in [rng.uniform(0.0, 0.8) for _ in range(4)] + [None]:  # None: once inside
+        script = subprocess.Popen([sys.executable, "-c", SCRIPT, handler],
+                                  stdout=subprocess.PIPE, text=True)
+        assert script.stdout.readline() == "entering\n"
+        if delay is None:
+            words = script.stdout.readline().split()
+            assert words[0] == "inside", words
+        else:
+            time.sleep(delay)
+        script.send_signal(signal.SIGTERM)
+        script.wait(60)
+        rest = script.stdout.read()
+        if handler == "default":
+            assert script.returncode == -signal.SIGTERM, (delay, rest)
+        else:
+            assert script.returncode == 7 and "handler" in rest, (delay, rest)
+        assert leftovers(own_prefix(script.pid)) == [], delay
+        if delay is None:
+            assert not Path(f"/proc/{words[1]}").exists()  # the host's process is gone too
+
+
+def test_the_sigterm_handler_before_is_back_and_one_that_returns_lets_the_block_go_on():
+    seen = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        mine = signal.getsignal(signal.SIGTERM)
+        with Hosts(2, bandwidth=50e6) as hosts:
+            assert signal.getsignal(signal.SIGTERM) is not mine
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+            listed = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                    text=True).stdout
+            assert hosts.namespace(1) in listed  # the program's handler said: go on
+        assert seen == [signal.SIGTERM] and signal.getsignal(signal.SIGTERM) is mine
+        assert leftovers(own_prefix()) == []
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -110,6 +110,25 @@ def test_a_killed_fsdp_process_is_named_and_nothing_is_left(private_tmp):
     _nothing_left(private_tmp)
 
 
+@pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
+def test_an_update_kept_while_another_process_dies_is_in_the_partial_run(
+        mode, private_tmp, monkeypatch):
+    """Rank 0 is slow to keep update 1 (a second per save) while worker 1 goes on to die at
+    step 2: the error is read while rank 0 still writes. The steps the error names are the
+    updates its .run holds, every time, not only when rank 0 wins the race."""
+    import slow_rank0
+    from pslab.processes import fsdp
+
+    monkeypatch.setattr(fsdp, "_worker", slow_rank0.worker)
+    with pytest.raises(ProcessFailure) as failure:
+        pslab.train(mode=mode, workers=3, steps=4, backend="processes", kill={1: 2})
+    text = str(failure.value)
+    assert "worker 1 (pid " in text and "killed by signal SIGKILL after 2 steps" in text
+    assert "The 2 update(s) finished before are this error's .run" in text
+    assert [r.step for r in failure.value.run.history] == [0, 1]
+    _nothing_left(private_tmp)
+
+
 def test_a_process_killed_from_outside_mid_run_is_named(private_tmp):
     """Someone kills worker 1 (SIGKILL) while the run goes on: the error names its pid."""
     killed = []

@@ -150,15 +150,19 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
                         loss.backward()
                 opt.step()
                 opt.zero_grad()
-            member.finished(step, spans)
             # the whole weights after each update (FSDP2: a gather every rank joins, outside
-            # the timed step): rank 0 keeps them on disk (replaced whole, so a run stopped by a
-            # dead process still returns its last update) and scores them as the simulation does
+            # the timed step): rank 0 scores them as the simulation does and keeps them on disk
+            # (replaced whole, so a run stopped by a dead process still returns its last update)
             full = {k: v.detach().contiguous() for k, v in _full_weights(model, wrap).items()}
             if rank == 0:
+                member.say("scored", step=step, score=score(full, data))
                 save_tensors(os.path.join(folder, WEIGHTS), {k: full[k] for k in NAMES},
                              {"step": step})
-                member.say("scored", step=step, score=score(full, data))
+            # a step counts as finished once rank 0 has kept its update: no rank reports it (or
+            # goes on to die in the next one) before, so however a death and rank 0's last
+            # words interleave, the steps the error names are the updates its .run holds
+            dist.barrier()
+            member.finished(step, spans)
     finally:
         dist.destroy_process_group()
 

@@ -83,7 +83,10 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
     """Run `target(member, folder, timeout, *settings)` in `workers` processes; yields
     once all have finished (read the folder inside the `with`), raises ProcessFailure if one
     dies or all fall silent for `timeout` seconds (STARTUP while they start), its `.run` what
-    `partial` makes of what had arrived (None if it cannot: nothing measured yet)."""
+    `partial` makes of what had arrived (None if it cannot: nothing measured yet).
+    `target` calls `member.finished(step)` only once every process has sent and kept what
+    `partial` needs of that step: then, with every pipe drained when a death is seen, the
+    steps the error names for a worker are updates its `.run` holds, whatever the timing."""
     folder = tempfile.mkdtemp(prefix="pslab-group-")
     # the launcher's way to start: a forkserver with torch, pslab and FSDP2 loaded once (a
     # second run in a notebook starts in ~0.1 s a process, not ~1.3 s of `import torch`), safe
@@ -129,6 +132,7 @@ class Watch:
     def __init__(self, workers: int, mode: str, timeout: float):
         self.mode, self.timeout = mode, timeout
         self.readers: dict[Connection, int] = {}
+        self.ended: set[Connection] = set()  # pipes at their end: no longer waited on
         self.steps = [0] * workers  # steps each worker has finished
         self.spans: list[list] = [[] for _ in range(workers)]
         self.ready: set[int] = set()
@@ -139,14 +143,14 @@ class Watch:
     def run(self, procs: list) -> None:
         last = time.monotonic()
         while True:
-            open_ = list(self.readers)
+            open_ = [conn for conn in self.readers if conn not in self.ended]
             sentinels = [p.sentinel for p in procs if p.exitcode is None]
             for ready in wait(open_ + sentinels, timeout=0.2):
                 if ready in self.readers and self._read(ready):
                     last = time.monotonic()
             if any(p.exitcode not in (None, 0) for r, p in enumerate(procs)
                    if r not in self.done):
-                self._drain()  # the others' last words
+                self._drain()  # the others' last words, and every update already reported
                 raise ProcessFailure(self.explain(procs, silent=False))
             if len(self.done) == len(procs):  # all measured and written; a slow exit (torch
                 return  # tearing down under load) is not waited for: the caller reaps them
@@ -173,6 +177,7 @@ class Watch:
                 elif kind == "done":
                     self.done.add(rank)
         except (EOFError, OSError):
+            self.ended.add(conn)  # (waited on, an ended pipe is always ready: a busy loop)
             return False
         return True
 

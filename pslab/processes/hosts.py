@@ -5,8 +5,10 @@ real (figure 000's server and workers on separate hosts), without leaving this o
 address (10.77.x.1, .2, ...) on a veth link to one bridge, every link shaped by a token bucket
 (`tc tbf`) to `bandwidth` bits per second in both directions (or one rate per host, None for a
 link left at the veth's own speed: a worker's link in the timing model's terms). `hosts.run(i, cmd)` starts a
-command on host i. Leaving the `with` block — normally, on an error or on Ctrl-C — kills what
-was started and removes every namespace, link and the bridge. It needs root (CAP_NET_ADMIN):
+command on host i. Leaving the `with` block — normally, on an error, on Ctrl-C or on SIGTERM —
+kills what was started and removes every namespace, link and the bridge. Every `Hosts` names its
+own (this process's pid and a count), so several can be up at once, in one process or many. It
+needs root (CAP_NET_ADMIN):
 elsewhere it says so at once (`HostsUnavailable`). Latency is what a veth link gives (tens of
 µs): this kernel has no `netem` to add delay. Traffic stays inside the namespaces made here.
 
@@ -17,20 +19,37 @@ rest, each listening on its own host's address.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..checks import integer, number, one_of
 
 PREFIX = "pslab"  # every namespace, link and bridge made here starts with it
 SUBNET = "10.77"  # host i of run k: 10.77.k.(i+1)
 MOST_HOSTS = 16
+_made_here = itertools.count()  # Hosts made by this process so far
+
+
+def _base36(n: int, width: int) -> str:
+    digits = ""
+    for _ in range(width):
+        n, d = divmod(n, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
+    return digits
+
+
+def own_prefix(pid: int | None = None) -> str:
+    """The start of every name the Hosts of process `pid` (this one by default) make: a link's
+    name holds 15 characters, so the pid is written in base 36 (5 characters hold any pid)."""
+    return f"{PREFIX}{_base36(os.getpid() if pid is None else pid, 5)}"
 
 
 class HostsUnavailable(RuntimeError):
@@ -47,14 +66,24 @@ def unavailable() -> str | None:
     return None
 
 
-def leftovers() -> list[str]:
-    """Namespaces and links of ours that still exist (a test asserts there are none)."""
+def leftovers(prefix: str = PREFIX) -> list[str]:
+    """Namespaces and links of ours whose names start with `prefix` that still exist (every
+    process's by default; `own_prefix(pid)` for one process's): a test asserts there are none."""
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    found = [line.split()[0] for line in names.splitlines() if line.startswith(PREFIX)]
+    found = [line.split()[0] for line in names.splitlines() if line.startswith(prefix)]
     found += [line.split(":")[1].strip().split("@")[0] for line in links.splitlines()
-              if line.split(":")[1].strip().startswith(PREFIX)]
+              if line.split(":")[1].strip().startswith(prefix)]
     return found
+
+
+class Terminated(SystemExit):
+    """SIGTERM arrived inside `with Hosts(...)`: raised there so that the block is left (and
+    everything it made removed) before the process ends as the signal asks."""
+
+    def __init__(self, signum: int):
+        super().__init__(128 + signum)
+        self.signum = signum
 
 
 class Hosts:
@@ -64,10 +93,15 @@ class Hosts:
         self.count = integer("count (hosts)", count, low=2, high=MOST_HOSTS)
         self.rates = _rates(bandwidth, self.count)
         self.bandwidth = bandwidth
-        self.tag = f"{PREFIX}{os.getpid() % 100000}"  # one per run: concurrent runs never collide
+        # names of their own: pid, then a count (two Hosts at once never collide); the longest,
+        # a link's "<tag>v<hex>", is 14 of the 15 characters a link's name may have
+        self.tag = f"{own_prefix()}{_base36(next(_made_here) % 36 ** 2, 2)}"
         self.procs: list[subprocess.Popen] = []
         self.addresses: list[str] = []
         self._made: list[tuple[str, str]] = []
+        self._handler = self._on_sigterm  # one bound method, to know it when it is installed
+        self._previous: Any = None  # the SIGTERM handler before ours (None: ours not set)
+        self._closing = False
 
     def namespace(self, i: int) -> str:
         return f"{self.tag}h{i}"
@@ -76,25 +110,46 @@ class Hosts:
         why = unavailable()
         if why:
             raise HostsUnavailable(why)
-        net = self._free_subnet()
+        self._catch_sigterm()
         try:
-            self._ip("link", "add", f"{self.tag}br", "type", "bridge")
-            self._made.append(("link", f"{self.tag}br"))
-            self._ip("link", "set", f"{self.tag}br", "up")
+            net = self._free_subnet()
+            self._made.append(("link", f"{self.tag}b"))  # before: a SIGTERM may end `ip` here
+            self._ip("link", "add", f"{self.tag}b", "type", "bridge")
+            self._ip("link", "set", f"{self.tag}b", "up")
             for i in range(self.count):
                 self._add_host(i, f"{net}.{i + 1}")
-        except BaseException:
-            self.close()
+        except BaseException as exc:
+            self.__exit__(type(exc), exc, exc.__traceback__)
             raise
         return self
 
+    def _catch_sigterm(self) -> None:
+        """SIGTERM raises Terminated inside the block (the main thread's, where Python runs
+        handlers), so that it is left and cleaned up; a handler the program set runs instead,
+        and decides (it raises: cleaned up too). SIGTERM ignored, a handler not set from
+        Python, another thread: left as they are."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is signal.SIG_IGN or previous is None:
+            return
+        self._previous = previous
+        signal.signal(signal.SIGTERM, self._handler)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        if callable(self._previous):
+            self._previous(signum, frame)
+        elif not self._closing:  # (a second SIGTERM while closing: closing goes on)
+            raise Terminated(signum)
+
     def _add_host(self, i: int, address: str) -> None:
-        ns, outside = self.namespace(i), f"{self.tag}v{i}"
-        self._ip("netns", "add", ns)
+        ns, outside = self.namespace(i), f"{self.tag}v{i:x}"
+        # each name is listed before it is made: a SIGTERM between the two leaves nothing
         self._made.append(("netns", ns))
-        self._ip("link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        self._ip("netns", "add", ns)
         self._made.append(("link", outside))  # deleted first: a namespace's end goes later
-        self._ip("link", "set", outside, "master", f"{self.tag}br", "up")
+        self._ip("link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        self._ip("link", "set", outside, "master", f"{self.tag}b", "up")
         self._ip("-n", ns, "addr", "add", f"{address}/24", "dev", "eth0")
         self._ip("-n", ns, "link", "set", "eth0", "up")
         self._ip("-n", ns, "link", "set", "lo", "up")
@@ -144,7 +199,17 @@ class Hosts:
         return [int(p) for p in out.split()]
 
     def close(self) -> None:
-        """Stop every process started on the hosts, then remove the namespaces and links."""
+        """Stop every process started on the hosts, then remove the namespaces and links; the
+        SIGTERM handler before ours is back."""
+        self._closing = True
+        try:
+            self._remove()
+        finally:
+            self._closing = False
+            if signal.getsignal(signal.SIGTERM) is self._handler:  # (another's since: theirs)
+                signal.signal(signal.SIGTERM, self._previous)
+
+    def _remove(self) -> None:
         for p in self.procs:
             if p.poll() is None:
                 try:
@@ -168,8 +233,13 @@ class Hosts:
                            else ["ip", "link", "del", name], capture_output=True)
         self._made.clear()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, error, trace) -> None:
         self.close()
+        # left because of SIGTERM, which would have ended the process: it does so now, by the
+        # signal (its exit status says so), everything made here removed
+        if isinstance(error, Terminated) and self._previous is signal.SIG_DFL and \
+                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            os.kill(os.getpid(), error.signum)
 
     def _ip(self, *args: str) -> None:
         _run(["ip", *args])
