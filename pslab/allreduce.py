@@ -19,8 +19,7 @@ from typing import Callable
 from .cluster import Cluster
 from .modes import Policy
 from .server import ParameterServer
-from .simulation import Simulation, _new
-from .timeline import Span
+from .simulation import Simulation
 from .worker import Worker
 
 
@@ -41,9 +40,11 @@ class RingSimulation(Simulation):
         super().__init__(server, workers, policy, cluster, durations, steps, shard_bytes,
                          evaluate, staleness_lr)
         self.half = ring_time(cluster, len(workers), sum(shard_bytes)) / 2  # each phase
-        self._arrived = 0
+        self.arrived = 0  # workers whose gradient of this step is ready
 
-    def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
+    PLAIN = Simulation.PLAIN + ("arrived",)
+
+    def send(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
         # A step's weights arrived with the previous all-gather (the first ones are everyone's
         # same initial weights): starting a step moves nothing.
         return self.clock.now
@@ -53,23 +54,21 @@ class RingSimulation(Simulation):
         worker.compute(step)
         for s in range(len(self.shards)):  # the sum the ring computes, as arithmetic
             worker.push(self.server, s)
-        self._push_done[rank] = self.clock.now
-        self._arrived += 1
-        if self._arrived == len(self.workers):  # the ring needs every worker's gradient
-            self._arrived = 0
+        self.push_done[rank] = self.clock.now
+        self.arrived += 1
+        if self.arrived == len(self.workers):  # the ring needs every worker's gradient
+            self.arrived = 0
             self._ring(step)
 
     def _ring(self, step: int) -> None:
-        now, half, append = self.clock.now, self.half, self.timeline.append
+        now, half, add = self.clock.now, self.half, self.timeline.add
         for rank in range(len(self.workers)):
-            if self._push_done[rank] < now:
-                append(_new(Span, (rank, None, "idle", self._push_done[rank], now, step, None,
-                                   "barrier")))
-            append(_new(Span, (rank, None, "push", now, now + half, step, None, None)))
-            append(_new(Span, (rank, None, "fetch", now + half, now + 2 * half, step, None,
-                               None)))
+            if self.push_done[rank] < now:
+                add(rank, None, "idle", self.push_done[rank], now, step, None, "barrier")
+            add(rank, None, "push", now, now + half, step)
+            add(rank, None, "fetch", now + half, now + 2 * half, step)
         self.push_staleness.extend([0] * len(self.workers))
-        self._record(now + 2 * half, 0, None, step)
+        self.record(now + 2 * half, 0, None, step)
         self.clock.at(now + 2 * half, self._next_step, step)
 
     def _next_step(self, step: int) -> None:

@@ -27,7 +27,7 @@ from .files import check_writable_path, load_tensors, save_tensors
 from .modes import Policy, policy_from_name
 from .snapshot import restore, snapshot
 
-FORMAT = "pslab-checkpoint-3"  # 3: plain data (safetensors + JSON); 2 and older were pickles
+FORMAT = "pslab-checkpoint-4"  # plain data (safetensors + JSON); other versions are refused
 WHAT = "a pslab checkpoint"
 
 

@@ -26,8 +26,6 @@ are sync's and all-reduce's for the same seed.
 from __future__ import annotations
 
 from .allreduce import RingSimulation
-from .simulation import _new
-from .timeline import Span
 
 FORWARD, BACKWARD = "forward", "backward"  # notes of stage 3's two all-gathers
 
@@ -48,28 +46,26 @@ def bytes_per_worker(stage: int, nbytes: float, workers: int) -> float:
 class ZeroSimulation(RingSimulation):
     """The ring of pslab.allreduce with ZeRO's collectives as their own spans."""
 
-    def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
+    def send(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
         # Stage 3 holds only its own range: before computing it gathers the rest (the workers
         # start each step together, after the previous step's collectives).
         now = self.clock.now
         if self.policy.stage != 3 or kind != "fetch":
             return now
-        self.timeline.append(_new(Span, (rank, None, "all-gather", now, now + self.half, step,
-                                         None, FORWARD)))
+        self.timeline.add(rank, None, "all-gather", now, now + self.half, step, None, FORWARD)
         return now + self.half
 
     def _ring(self, step: int) -> None:
-        now, half, append = self.clock.now, self.half, self.timeline.append
+        now, half, add = self.clock.now, self.half, self.timeline.add
         order = phases(self.policy.stage)
         for rank in range(len(self.workers)):
-            if self._push_done[rank] < now:
-                append(_new(Span, (rank, None, "idle", self._push_done[rank], now, step, None,
-                                   "barrier")))
+            if self.push_done[rank] < now:
+                add(rank, None, "idle", self.push_done[rank], now, step, None, "barrier")
             t = now
             for kind, note in order:
-                append(_new(Span, (rank, None, kind, t, t + half, step, None, note)))
+                add(rank, None, kind, t, t + half, step, None, note)
                 t += half
         end = now + len(order) * half
         self.push_staleness.extend([0] * len(self.workers))
-        self._record(end, 0, None, step)
+        self.record(end, 0, None, step)
         self.clock.at(end, self._next_step, step)

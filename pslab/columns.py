@@ -45,6 +45,7 @@ class Columns:
         """Field sizes: None is 0, index i is i + 1. code = ((((step * micros + micro) * workers
         + worker) * shards + shard) * NAMES + kind) * NAMES + note."""
         self.radix = (workers, shards, micros)
+        self._bases: dict[tuple, int] = {}  # add()'s codes of step 0, by the other fields
         self.shard_unit = NAMES * NAMES
         self.worker_unit = self.shard_unit * shards
         self.micro_unit = self.worker_unit * workers
@@ -113,6 +114,18 @@ class Columns:
         c, worker = np.divmod(c, self.radix[0])
         step, micro = np.divmod(c, self.radix[2])
         return step, micro, worker, shard, kind, note
+
+    def add(self, worker: int | None, shard: int | None, kind: str, start: float, end: float,
+            step: int, micro: int | None = None, note: str | None = None) -> None:
+        """Append the span of these fields (a Span's, in its order), without making one."""
+        key = (worker, shard, kind, micro, note)
+        base = self._bases.get(key)
+        if base is None:
+            base = self._bases[key] = self.code(worker, shard, kind, 0, micro, note)
+        code = base + step * self.step_unit
+        if code >= EXACT:
+            raise OverflowError(f"step {step} is past what this timeline can hold exactly")
+        self.rows.fromlist([code, start, end])
 
     def append(self, span: Iterable) -> None:
         worker, shard, kind, start, end, step, *rest = span

@@ -14,31 +14,35 @@ import math
 import signal
 import threading
 from contextlib import contextmanager
-from heapq import heappop, heappush
-from typing import Any, Callable, Iterator
+from heapq import heapify, heappop, heappush
+from typing import Any, Callable, Iterable, Iterator
 
 
 class Clock:
-    """A heap of timed callbacks, run in (time, scheduling order)."""
+    """A heap of timed callbacks, run in (time, scheduling order).
+
+    queue: the pending events as a heap of (time, order, fn, args); read it, schedule with `at`.
+    scheduled: how many events were ever scheduled (the next one's `order`: ties run in it).
+    """
 
     def __init__(self) -> None:
         self.now = 0.0
-        self._heap: list[tuple[float, int, Callable[..., Any], tuple]] = []
-        self._seq = 0
+        self.queue: list[tuple[float, int, Callable[..., Any], tuple]] = []
+        self.scheduled = 0
         self.stopped = False  # True when run() ended on interrupt()
         self._stop_asked = False
 
     def at(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
         """Call fn(*args) at virtual time `time` (never earlier than now)."""
         now = self.now
-        heappush(self._heap, (time if time > now else now, self._seq, fn, args))
-        self._seq += 1
+        heappush(self.queue, (time if time > now else now, self.scheduled, fn, args))
+        self.scheduled += 1
 
     def run(self, until: float | None = None) -> float:
         """Run every event, or until `interrupt()`; returns the time of the last one run.
         until: run only the events at times up to `until` (a checkpoint's moment), leaving the
         rest pending: the clock moves no further than the last event run."""
-        heap = self._heap
+        heap = self.queue
         try:
             if until is not None:
                 while heap and heap[0][0] <= until:
@@ -53,6 +57,42 @@ class Clock:
             self.stopped = True
         return self.now
 
+    def step(self) -> None:
+        """Run the next event (a stop raises `Stopped`, leaving the clock where it was)."""
+        time, _, fn, args = heappop(self.queue)
+        if time > self.now:
+            self.now = time
+        fn(*args)
+
+    @property
+    def idle(self) -> bool:
+        """No event is pending."""
+        return not self.queue
+
+    def pending(self) -> list[tuple[float, int, Callable[..., Any], tuple]]:
+        """The pending events in the order they will run."""
+        return sorted(self.queue)
+
+    def take(self, fns: tuple) -> list[tuple[float, int, Callable[..., Any], tuple]]:
+        """Take the pending events that call one of `fns` off the clock (equal methods count:
+        a checkpoint's events hold equal, not identical, ones); returns them in their order."""
+        mine = sorted(item for item in self.queue if item[2] in fns)
+        self.queue[:] = [item for item in self.queue if item[2] not in fns]
+        heapify(self.queue)
+        return mine
+
+    def put_back(self, events: Iterable[tuple[float, int, Callable[..., Any], tuple]]) -> None:
+        """Put events (as `take` or `pending` gave them) back on the clock."""
+        self.queue += events
+        heapify(self.queue)
+
+    def restore(self, now: float, scheduled: int,
+                events: Iterable[tuple[float, int, Callable[..., Any], tuple]]) -> None:
+        """Set the clock to a saved moment: its time, its count and its pending events."""
+        self.now, self.scheduled = now, scheduled
+        self.queue = []
+        self.put_back(events)
+
     def interrupt(self) -> None:
         """Stop `run` before the next event, never inside one (safe from a signal handler).
 
@@ -62,7 +102,7 @@ class Clock:
         """
         if not self._stop_asked:  # a second stop event would tie with the first in the heap
             self._stop_asked = True
-            heappush(self._heap, (-math.inf, -1, _stop, (self.now,)))
+            heappush(self.queue, (-math.inf, -1, _stop, (self.now,)))
 
 
 class Stopped(Exception):

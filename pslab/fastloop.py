@@ -1,4 +1,4 @@
-"""The clock of figure 000's async runs, timing only, in one Python function (issue 19).
+"""The clock of figure 000's async runs, timing only, in one Python function.
 
 A timing-only async run of 800 workers x 100 steps is 160k events and 761k spans; as actor
 methods (simulation.py) most of its time goes to calls, attribute look-ups and the spans' rows.
@@ -13,7 +13,6 @@ The two kinds of event wait in a heap of their times alone (floats compare faste
 clock's tuples), ties kept in the order they were scheduled; any other event (a stop asked by
 Ctrl-C) stays on the clock's heap and runs in its turn as the clock would run it, and what is
 left pending goes back to the clock's heap: what the actors would leave.
-The actors' booking (book_transfers, push_updates) stays here, beside the loop it must match.
 
 Simulation.run uses it only where it is exactly the actors' work: the base Simulation's
 handlers, no numerics, no barrier and no staleness bound (async, SoftSync); tests/test_fastloop.py
@@ -24,8 +23,8 @@ from __future__ import annotations
 
 import math
 import struct
-from heapq import heapify, heappop, heappush, heapreplace
-from typing import Any, Callable, Sequence
+from heapq import heappop, heapreplace
+from typing import Any
 
 import numpy as np
 
@@ -35,67 +34,6 @@ from .timeline import Record, gaps
 
 _new = tuple.__new__
 FLUSH = 5 * 1500  # logged values gathered before their rows are made (~1500 events)
-
-
-def book_transfers(out: list, jobs: list, codes: list[int], who: int, hole: int,
-                   now: float) -> float:
-    """Book one transfer per shard, all asked for now (Lindley's recursion, Resource.book
-    inlined); add their rows (code, start, end) to `out`, then the idle rows of the holes
-    between them (time queued behind other jobs). Returns when the last one ends.
-    jobs: (shard, its Resource, seconds); codes: each shard's part of the span code; who: the
-    rank and step part; hole: the whole code of an idle row. The one booking both loops use."""
-    # The holes are found as the jobs are booked (with many workers, most transfers queue),
-    # which is right while no job starts before the one booked before it; else timeline.gaps
-    # sorts them out. end: the jobs so far cover [now, end] but for holes.
-    end = last = now
-    idle, ordered = [], True  # the holes' rows, written after the transfers'
-    for s, shard, cost in jobs:
-        a = shard.free_at
-        if a < now:
-            a = now
-        b = shard.free_at = a + cost
-        out += (who + codes[s], a, b)
-        if a > end:
-            idle += (hole, end, a)
-        if b > end:
-            end = b
-        if a < last:
-            ordered = False
-        last = a
-    if not ordered:
-        idle = []
-        for a, b in gaps(zip(out[-3 * len(jobs) + 1::3], out[-3 * len(jobs) + 2::3]), now, end):
-            idle += (hole, a, b)
-    out += idle
-    return end
-
-
-def push_updates(out: list, updates: list, codes: list[int], when: int, now: float,
-                 versions: list[int], fetched: list[int], push: Callable[..., bool],
-                 grads: Sequence = (), scaled: bool = False) -> tuple[float | None, int]:
-    """Hand every shard its slice of a push sent at `now` (`push(shard, grad)`: the server's,
-    True when it completed an update); book each completed update right behind the push and
-    add its row to `out`. Returns when the last update ends (None: the server only buffered
-    the push) and the push's staleness (versions it is behind `fetched`, the largest).
-    updates: (shard, its Resource, seconds); grads: the push's slices (none: timing only);
-    scaled: divide each slice by its staleness (Zhang et al.)."""
-    applied_at, stale = None, 0
-    for s, shard, cost in updates:
-        lag = versions[s] - fetched[s]
-        if lag > stale:
-            stale = lag
-        grad = grads[s] if grads else None
-        if scaled and lag > 1:
-            grad = grad / lag
-        if push(s, grad):
-            u0 = shard.free_at  # Resource.book, inlined: right behind this push
-            if u0 < now:
-                u0 = now
-            u1 = shard.free_at = u0 + cost
-            out += (when + codes[s], u0, u1)
-            if applied_at is None or u1 > applied_at:
-                applied_at = u1
-    return applied_at, stale
 
 
 def run_inline(sim: Any, until: float | None) -> None:
@@ -118,18 +56,18 @@ def _steady(sim: Any) -> bool:
     """
     server = sim.server
     return (type(server).push is ParameterServer.push and len(server.versions) > 0
-            and len(set(server.versions)) == 1 and len(set(server._counts)) == 1
-            and all(len(set(f)) == 1 for f in sim._fetched))
+            and len(set(server.versions)) == 1 and len(set(server.counts)) == 1
+            and all(len(set(f)) == 1 for f in sim.fetched))
 
 
 class _Tables:
     """What the inlined loop and the row-maker read, made once per run."""
 
     def __init__(self, sim: Any):
-        self.workers, self.shards = len(sim._transfers), len(sim._updates)
-        self.updates = [(shard, cost) for _, shard, cost in sim._updates]
+        self.workers, self.shards = len(sim.routes), len(sim.updates)
+        self.updates = [(shard, cost) for _, shard, cost in sim.updates]
         # per worker, its transfers: (shard's Resource, seconds, then seconds it stays busy)
-        self.jobs = [[(shard, cost, 0.0) for _, shard, cost in route] for route in sim._transfers]
+        self.jobs = [[(shard, cost, 0.0) for _, shard, cost in route] for route in sim.routes]
         # An update starts where its push ends (the push ends after `now`: costs are >= 0), on
         # the same resource, so a push that completes an update books both in one go: unless
         # the push went to a worker's own shard (colocated: a private link, the update on the
@@ -142,9 +80,16 @@ class _Tables:
         cost = np.array([[cost for _, cost, _ in route] for route in self.jobs])
         self.cost = cost[:1] if (cost == cost[:1]).all() else cost  # one row: all alike
         self.update_cost = np.array([cost for _, cost in self.updates])
-        self.fetch_codes = np.array(sim._job_codes["fetch", None])
-        self.push_codes = np.array(sim._job_codes["push", None])
-        self.update_codes = np.array(sim._update_codes)
+        # the span codes (columns.py), as floats: their sums stay exact (whole numbers below
+        # 2^53, checked by the Simulation), and numpy adds floats faster than large ints
+        timeline, S = sim.timeline, range(self.shards)
+        self.fetch_codes = np.array([float(timeline.code(None, s, "fetch", 0)) for s in S])
+        self.push_codes = np.array([float(timeline.code(None, s, "push", 0)) for s in S])
+        self.update_codes = np.array([float(timeline.code(None, s, "update", 0)) for s in S])
+        self.hole = float(timeline.code(None, None, "idle", 0, None, "queue"))
+        self.compute = float(timeline.code(None, None, "compute", 0))
+        self.step_unit, self.rank_unit = float(timeline.step_unit), float(timeline.worker_unit)
+        self.micro_unit = float(timeline.micro_unit)
         self.durations = np.array([np.asarray(row, dtype=np.float64) for row in sim.durations])
 
 
@@ -152,15 +97,15 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
     """Run events until the next one is neither of the two (then run it as the clock would and
     return True) or none is left before `until` (return False)."""
     clock, server = sim.clock, sim.server
-    heap, now, seq = clock._heap, clock.now, clock._seq  # heap: the other events only, here
-    start_event, computed_event = sim._start_step, sim._computed
-    times, at, tied = _take_hot(heap, (start_event, computed_event))
+    start_event, computed_event = sim.start_step, sim.computed
+    times, at, tied = _take_hot(clock, (start_event, computed_event))
+    heap, now, seq = clock.queue, clock.now, clock.scheduled  # heap: the other events only
     steps, k, durations = sim.steps, sim.accumulate, sim.durations
-    versions, counts, aggregate = server.versions, server._counts, server.aggregate
+    versions, counts, aggregate = server.versions, server.counts, server.aggregate
     staleness, history, progress, gathered = (sim.push_staleness, sim.history, sim.progress,
-                                              sim._stale)
+                                              sim.round_staleness)
     version, count = versions[0], counts[0]
-    fetched = [f[0] for f in sim._fetched]  # per worker: the version it computes on
+    fetched = [f[0] for f in sim.fetched]  # per worker: the version it computes on
     jobs, pushes, update_jobs = tables.jobs, tables.pushes, tables.updates
     shards, buffered = tables.shards, ~tables.workers
     log_updates = tables.log_updates
@@ -172,10 +117,7 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
     try:
         while True:
             if heap and (not times or heap[0][:2] < at[times[0]][:2]):
-                when, _, fn, args = heap[0]  # another event first: the caller runs it
-                foreign = when <= limit
-                if foreign:
-                    heappop(heap)
+                foreign = heap[0][0] <= limit  # another event first: the clock runs it
                 break
             if not times or times[0] > limit:
                 break
@@ -247,7 +189,7 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
                             log.append(u0)
                             if u1 > applied_at:
                                 applied_at = u1
-                    if progress is not None:  # Simulation._record, no numbers to evaluate
+                    if progress is not None:  # Simulation.record, no numbers to evaluate
                         progress.update(1)
                     history.append(_new(Record, (applied_at, nan, nan, gathered,
                                                  len(history) + 1, rank, step)))
@@ -262,42 +204,38 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
                 tied.setdefault(t, []).append(item)
             heapreplace(times, t)
     finally:
-        _put_back(heap, at, tied)
+        clock.put_back(_pending(at, tied))
         _add_rows(sim, tables, log)
-        clock.now, clock._seq, sim._stale = now, seq, gathered
+        clock.now, clock.scheduled, sim.round_staleness = now, seq, gathered
         versions[:] = [version] * shards
         counts[:] = [count] * shards
-        sim._fetched = [[v] * shards for v in fetched]
+        sim.fetched = [[v] * shards for v in fetched]
     if foreign:  # as Clock.run runs it; a stop (time -inf) leaves the last event's time
-        clock.now = max(when, now)
-        fn(*args)
+        clock.step()
     return foreign
 
 
-def _take_hot(heap: list, hot: tuple) -> tuple[list[float], dict, dict]:
-    """Take the events of the two kinds out of the clock's heap (left with the others) into a
-    heap of their times alone (floats compare ~3x faster than the clock's tuples), `at` each
-    time the event due then, and `tied`: the further events due at a time, in their order."""
-    # by (time, order scheduled); a checkpoint's events hold equal methods, not the same ones
-    mine = sorted((t, seq, hot[hot.index(fn)], args) for t, seq, fn, args in heap if fn in hot)
-    heap[:] = [item for item in heap if item[2] not in hot]
-    heapify(heap)
+def _take_hot(clock: Any, hot: tuple) -> tuple[list[float], dict, dict]:
+    """Take the events of the two kinds off the clock (left with the others) into a heap of
+    their times alone (floats compare ~3x faster than the clock's tuples), `at` each time the
+    event due then, and `tied`: the further events due at a time, in their order."""
     at: dict = {}
     tied: dict = {}
+    mine = [(t, seq, hot[hot.index(fn)], args) for t, seq, fn, args in clock.take(hot)]
     for item in mine:
         if at.setdefault(item[0], item) is not item:
             tied.setdefault(item[0], []).append(item)
     return [item[0] for item in mine], at, tied  # sorted: a heap
 
 
-def _put_back(heap: list, at: dict, tied: dict) -> None:
-    """The events `_take_hot` took, and those scheduled since, back into the clock's heap."""
-    heap += at.values()
+def _pending(at: dict, tied: dict) -> list:
+    """The events `_take_hot` took, and those scheduled since, that have not run."""
+    out = list(at.values())
     for items in tied.values():
-        heap += items
-    heapify(heap)
+        out += items
     at.clear()
     tied.clear()
+    return out
 
 
 def _add_rows(sim: Any, tables: _Tables, log: list) -> None:
@@ -319,8 +257,8 @@ def _add_rows(sim: Any, tables: _Tables, log: list) -> None:
     updated = pushed & (rank < W)
     rank[rank >= W] -= W
     B = A + tables.cost[rank if len(tables.cost) > 1 else 0]
-    at = step * sim._step_unit
-    code = at + (rank + 1) * sim._rank_unit  # exact: whole numbers below 2^53 (columns.py)
+    at = step * tables.step_unit
+    code = at + (rank + 1) * tables.rank_unit  # exact: whole numbers below 2^53 (columns.py)
     tail = max(k, S)
     R = np.empty((E, 2 * S + tail, 3))
     keep = np.empty((E, 2 * S + tail), dtype=bool)
@@ -342,7 +280,7 @@ def _add_rows(sim: Any, tables: _Tables, log: list) -> None:
     if S > 1:
         np.maximum(np.maximum.accumulate(ends[:, :-1], axis=1), now[:, None],
                    out=covered[:, 1:])
-    R[:, S:2 * S, 0] = (code + sim._hole)[:, None]
+    R[:, S:2 * S, 0] = (code + tables.hole)[:, None]
     R[:, S:2 * S, 2] = starts
     np.greater(starts, covered, out=keep[:, S:2 * S])
     # a start's compute, one span per minibatch; a push's updates, each behind its push
@@ -355,7 +293,7 @@ def _add_rows(sim: Any, tables: _Tables, log: list) -> None:
         slot = R[:, 2 * S + m]
         if m < k:
             d = tables.durations.ravel()[first + m]
-            fields = code + (sim._compute + (m + 1) * sim._micro_unit), t, t + d
+            fields = code + (tables.compute + (m + 1) * tables.micro_unit), t, t + d
             t = fields[2]
         if m < S:
             update = at + tables.update_codes[m], u[:, m], u[:, m] + tables.update_cost[m]

@@ -27,8 +27,10 @@ class ParameterServer:
         self.params = None if params is None else [
             t.clone() for t in layout.split(layout.flatten(params))]
         self.versions = [0] * layout.shards
-        self._buffer: list[list[torch.Tensor]] = [[] for _ in range(layout.shards)]
-        self._counts = [0] * layout.shards
+        # what each shard has gathered towards its next update: the gradients, or (timing
+        # only) their count
+        self.buffer: list[list[torch.Tensor]] = [[] for _ in range(layout.shards)]
+        self.counts = [0] * layout.shards
 
     def pull(self, shard: int) -> tuple[int, torch.Tensor | None]:
         """The shard's version and its keys (None in timing-only runs)."""
@@ -37,13 +39,13 @@ class ParameterServer:
     def push(self, shard: int, grad: torch.Tensor | None) -> bool:
         """Hand in one gradient for the shard's keys; True when it completed an update."""
         if self.params is None:  # timing only: count the pushes, no arithmetic
-            buf = self._counts
+            buf = self.counts
             buf[shard] += 1
             if buf[shard] < self.aggregate:
                 return False
             buf[shard] = 0
         else:
-            buf = self._buffer[shard]
+            buf = self.buffer[shard]
             buf.append(grad)
             if len(buf) < self.aggregate:
                 return False

@@ -12,26 +12,42 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from heapq import heappush
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from .cluster import Cluster
+from .columns import Columns
 from .engine import Clock, Resource, collector_paused, stop_on_interrupt
-from .fastloop import book_transfers, push_updates, run_inline
+from .fastloop import run_inline
 from .modes import Policy
 from .server import ParameterServer
-from .columns import NONE, Columns
-from .timeline import Record, Span  # Record: public here too
+from .timeline import Record, gaps  # Record: public here too
 from .worker import Worker
 
-
-# tuple.__new__ skips NamedTuple's Python-level __new__: timing-only runs make ~10^6 spans.
-_new = tuple.__new__
+# A job on a shard: (shard, the Resource that serves it, seconds it takes).
+Job = tuple[int, Resource, float]
 
 
 class Simulation:
+    """Figure 000 on a virtual clock: each worker fetches, computes, pushes and waits.
+
+    One step of worker `rank`, as the figure draws it:
+      start_step  the policy lets it start (SSP may hold it back: idle, "barrier");
+      fetch       it asks every shard for its keys at once, over the shard's link;
+      compute     `accumulate` minibatches back to back, on the keys it fetched;
+      computed    it pushes its gradient to every shard; a shard that has gathered
+                  `aggregate` pushes books the update right behind them;
+      wait        sync: until the round's update is applied (round_applied); SSP: until the
+                  slowest worker is close enough (pushed_one); async: not at all.
+    Each shard's link is a `Resource`: it carries one job at a time, first come first served,
+    so a worker whose shard is busy waits in line (idle, "queue"). Every block is a span in
+    `timeline`; every update a `Record` in `history` (loss and accuracy from `evaluate`).
+
+    Timing-only async runs take `fastloop.run_inline`, the same events inlined, bit for bit.
+    Subclasses (RingSimulation, ZeroSimulation) replace `send` and `computed`.
+    """
+
     def __init__(self, server: ParameterServer, workers: list[Worker], policy: Policy,
                  cluster: Cluster, durations: np.ndarray, steps: int, shard_bytes: list[int],
                  evaluate: Callable[[], tuple[float, float]], staleness_lr: bool = False):
@@ -39,56 +55,40 @@ class Simulation:
         self.steps, self.accumulate = steps, workers[0].accumulate
         self.durations = durations
         self.staleness_lr = staleness_lr  # Zhang et al.: each push's lr divided by its staleness
-        total = sum(shard_bytes) or 1
-        self.shards = [Resource() for _ in shard_bytes]
-        self._shard_ids = range(len(shard_bytes))
-        # (shard index, its resource, seconds) for each kind of job: the hot loops read one list
-        transfers = [(s, r, cluster.transfer_time(b))
-                     for s, (r, b) in enumerate(zip(self.shards, shard_bytes))]
-        self._transfers = [_routes(transfers, cluster, rank, len(workers))
-                           for rank in range(len(workers))]
-        self._updates = [(s, r, cluster.update_duration(b / total))
-                         for s, (r, b) in enumerate(zip(self.shards, shard_bytes))]
         self.evaluate = evaluate
         self.clock = Clock()
-        # sized to the run: the hot loops add precomputed codes (columns.py)
+        # each shard's link, and what its jobs cost
+        self.shards = [Resource() for _ in shard_bytes]
+        total = sum(shard_bytes) or 1
+        transfers = [(s, link, cluster.transfer_time(b))
+                     for s, (link, b) in enumerate(zip(self.shards, shard_bytes))]
+        self.routes: list[list[Job]] = [_route(transfers, cluster, rank, len(workers))
+                                        for rank in range(len(workers))]
+        self.updates: list[Job] = [(s, link, cluster.update_duration(b / total))
+                                   for s, (link, b) in enumerate(zip(self.shards, shard_bytes))]
         self.timeline = Columns(workers=len(workers), shards=len(shard_bytes),
                                 micros=self.accumulate)
-        timeline = self.timeline
-        timeline.code(len(workers) - 1, len(shard_bytes) - 1 if shard_bytes else None, "push",
-                      steps, self.accumulate - 1)  # the largest code: past 2^53, refused now
-        # The codes' parts as floats: their sums stay exact (below 2^53, checked above), and
-        # the rows take floats ~2x faster than large ints (array.fromlist converts each value)
-        self._rank_unit, self._step_unit = float(timeline.worker_unit), float(timeline.step_unit)
-        self._micro_unit = float(timeline.micro_unit)
-        self._compute = float(timeline.code(None, None, "compute", 0))  # + rank, micro, step
-        # kind and note of a transfer -> each shard's part of its code
-        self._job_codes = {(kind, note): [float(timeline.code(None, s, kind, 0, None, note))
-                                          for s in self._shard_ids]
-                           for kind, note in (("fetch", None), ("push", None),
-                                              ("push", "dropped"))}
-        self._hole = float(timeline.code(None, None, "idle", 0, None, "queue"))  # queue's idle
-        self._update_codes = self._job_codes[("update", None)] = [
-            float(timeline.code(None, s, "update", 0)) for s in self._shard_ids]
+        # the largest span code of the run: past 2^53 it is refused now, not mid-run
+        self.timeline.code(len(workers) - 1, len(shard_bytes) - 1 if shard_bytes else None,
+                           "push", steps, self.accumulate - 1)
         self.history: list[Record] = []
         self.push_staleness: list[int] = []  # of every push the server used, in arrival order
-        self._numerics = server.params is not None  # False: timing only, no keys to move
-        self._fetched = [server.versions[:] for _ in workers]  # per worker: versions it computes on
-        self._slowest = 0  # the fewest pushes any worker has done, kept in O(1) with a histogram
-        self._how_many = defaultdict(int, {0: len(workers)})  # pushes done -> workers
-        self._waiting: dict[int, list[tuple[int, float]]] = defaultdict(list)
-        self._push_done = [0.0] * len(workers)
-        self._stale = 0  # largest staleness among the pushes of the update being gathered
-        self._closed = 0  # barrier rounds whose update is complete (later pushes are dropped)
-        self._members: dict[int, list[int]] = defaultdict(list)  # round -> who pushed into it
-        self.progress = None  # a tqdm bar, ticked once per server update
-        # bound once: a bound method made per event is an allocation ~10^5 times in a large run
-        self._start_step, self._computed = self.start_step, self.computed
+        self.numerics = server.params is not None  # False: timing only, no keys to move
+        self.fetched = [server.versions[:] for _ in workers]  # per worker: versions it computes on
+        self.round_staleness = 0  # the largest staleness among the pushes of the update gathered
+        self.progress: Any = None  # a tqdm bar, ticked once per server update
         self.interrupted = False
         self.started = False
-        self._barrier = policy.waits_for_update  # read once: SSP answers it with a property
-        # Only a bounded-staleness policy can hold a worker back before a step.
-        self._gated = not self._barrier and policy.bound < steps
+        self.barrier = policy.waits_for_update  # read once: SSP answers it with a property
+        # sync and backup workers: the rounds
+        self.closed = 0  # rounds whose update is complete (later pushes are dropped)
+        self.members: dict[int, list[int]] = defaultdict(list)  # round -> who pushed into it
+        self.push_done = [0.0] * len(workers)  # when each worker's last push was sent
+        # bounded staleness: only such a policy can hold a worker back before a step
+        self.gated = not self.barrier and policy.bound < steps
+        self.slowest = 0  # the fewest pushes any worker has done, kept in O(1) by a histogram
+        self.how_many: dict[int, int] = defaultdict(int, {0: len(workers)})  # pushes -> workers
+        self.waiting: dict[int, list[tuple[int, float]]] = defaultdict(list)  # step -> held
 
     def run(self, until: float | None = None) -> None:
         """Run the clock to its end, or (until) through the events up to that virtual time."""
@@ -100,7 +100,7 @@ class Simulation:
             # worth it from some 10^4 objects on (engine.collector_paused)
             big = len(self.workers) * self.steps * self.accumulate >= 1000
             with collector_paused(promote=big), stop_on_interrupt(self.clock):
-                if self._inline():
+                if self.inlined():
                     run_inline(self, until)  # the same run, its two hot events inlined
                 else:
                     self.clock.run(until)
@@ -108,144 +108,152 @@ class Simulation:
             self.interrupted = True
         self.interrupted = self.interrupted or self.clock.stopped
 
-    def _inline(self) -> bool:
-        """May fastloop.run_inline run this simulation? Only where it does exactly what these
+    def inlined(self) -> bool:
+        """Does fastloop.run_inline run this simulation? Only where it does exactly what these
         actors do: their own handlers, timing only, no barrier, no staleness bound."""
         mine = type(self)
-        return (not self._numerics and not self._barrier and not self._gated
+        return (not self.numerics and not self.barrier and not self.gated
                 and self.evaluate is no_numbers and all(
                     getattr(mine, name) is getattr(Simulation, name)
-                    for name in ("start_step", "computed", "_transfer", "_push", "_record")))
+                    for name in ("start_step", "computed", "send", "deliver", "record")))
 
     @property
     def finished(self) -> bool:
         """No event is pending: the run is over (or was interrupted)."""
-        return not self.clock._heap
+        return self.clock.idle
 
-    # --- a worker's step: gate, fetch, compute --------------------------------------------
+    # --- a worker's step: start, fetch, compute -----------------------------------------
     def start_step(self, rank: int, step: int) -> None:
         if step == self.steps:
             return
-        if self._gated and not self.policy.may_start(step, self._slowest):
-            self._waiting[step].append((rank, self.clock.now))
+        if self.gated and not self.policy.may_start(step, self.slowest):
+            self.waiting[step].append((rank, self.clock.now))  # released by pushed_one
             return
-        t = self._transfer("fetch", rank, step)
-        server = self.server  # booked now, so each shard's fetch sees the updates booked before
-        self._fetched[rank] = server.versions[:]  # in timing-only runs, all that a fetch brings
-        if self._numerics:
-            fetch = self.workers[rank].fetch
-            for s in self._shard_ids:
-                fetch(server, s)
-        row, k = self.durations[rank], self.accumulate
-        code = step * self._step_unit + (rank + 1) * self._rank_unit + self._compute
-        micro_unit = self._micro_unit
-        if k == 1:  # one minibatch, one span (micro 0 counts as 1 in the code)
-            d = row[step]
-            self.timeline.rows.fromlist([code + micro_unit, t, t + d])
-            t += d
-        else:
-            out, first = [], step * k
-            for micro in range(1, k + 1):
-                d = row[first + micro - 1]
-                out += (code + micro * micro_unit, t, t + d)
-                t += d
-            self.timeline.rows.fromlist(out)  # one call per event: cheaper than one per span
-        clock = self.clock  # Clock.at, inlined (t > now): ~10^5 calls in a large run
-        heappush(clock._heap, (t, clock._seq, self._computed, (rank, step)))
-        clock._seq += 1
+        arrived = self.fetch(rank, step)
+        done = self.compute(rank, step, arrived)
+        self.clock.at(done, self.computed, rank, step)
 
-    def _transfer(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
-        """Book one transfer per shard, all asked for now; returns when the last one ends.
-        Time spent queued behind other jobs on a busy shard becomes idle, noted "queue"."""
-        who = step * self._step_unit + (rank + 1) * self._rank_unit
-        out: list = []
-        end = book_transfers(out, self._transfers[rank], self._job_codes[kind, note], who,
-                             who + self._hole, self.clock.now)
-        self.timeline.rows.fromlist(out)
+    def fetch(self, rank: int, step: int) -> float:
+        """Ask every shard for its keys now; returns when the last of them has arrived.
+        Booked now, so each shard's answer holds the updates booked on it before."""
+        arrived = self.send("fetch", rank, step)
+        server = self.server
+        self.fetched[rank] = server.versions[:]  # in timing-only runs, all that a fetch brings
+        if self.numerics:
+            worker = self.workers[rank]
+            for s in range(len(self.shards)):
+                worker.fetch(server, s)
+        return arrived
+
+    def compute(self, rank: int, step: int, start: float) -> float:
+        """The step's minibatches back to back from `start`; returns when the last ends."""
+        k, row, t = self.accumulate, self.durations[rank], start
+        for micro in range(k):
+            d = row[step * k + micro]
+            self.timeline.add(rank, None, "compute", t, t + d, step, micro)
+            t += d
+        return t
+
+    def send(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
+        """One transfer per shard, all asked for now, each over its shard's link; returns when
+        the last one ends. Time spent queued behind other jobs on a busy link becomes idle,
+        noted "queue"."""
+        now, add = self.clock.now, self.timeline.add
+        booked = [(s, *link.book(now, seconds)) for s, link, seconds in self.routes[rank]]
+        end = now
+        for s, start, stop in booked:
+            add(rank, s, kind, start, stop, step, None, note)
+            if stop > end:
+                end = stop
+        for start, stop in gaps([(a, b) for _, a, b in booked], now, end):
+            add(rank, None, "idle", start, stop, step, None, "queue")
         return end
 
     # --- push, and the server's update --------------------------------------------------
     def computed(self, rank: int, step: int) -> None:
-        clock, worker = self.clock, self.workers[rank]
-        if self._numerics:
-            worker.compute(step)
-        barrier = self._barrier
-        if barrier and step < self._closed:  # its round already has its N pushes (backup)
-            done = self._transfer("push", rank, step, "dropped")
-            clock.at(done, self.start_step, rank, step + 1)  # fetch the new weights, go on
+        """The worker's gradient is ready: push it, and go on as the policy says."""
+        if self.numerics:
+            self.workers[rank].compute(step)
+        if self.barrier and step < self.closed:  # its round already has its N pushes (backup)
+            sent = self.send("push", rank, step, "dropped")
+            self.clock.at(sent, self.start_step, rank, step + 1)  # fetch the new weights, go on
             return
-        done = self._transfer("push", rank, step)
-        applied_at, lag = self._push(worker, clock.now, step)
-        self.push_staleness.append(lag)
-        if lag > self._stale:
-            self._stale = lag
-        if barrier:
-            self._push_done[rank] = done
-            self._members[step].append(rank)
-        if applied_at is not None:  # this push completed an update
-            stale, self._stale = self._stale, 0
-            if barrier:
-                self._closed += 1
-                self._record(applied_at, stale, None, step)
-                clock.at(applied_at, self.round_applied, step)
+        sent = self.send("push", rank, step)
+        self.deliver(rank, step)
+        if self.barrier:  # wait for the round's update (round_applied)
+            self.push_done[rank] = sent
+            self.members[step].append(rank)
+        elif self.gated:  # may it go on? (pushed_one)
+            self.clock.at(sent, self.pushed_one, rank, step)
+        else:  # async: go straight on to the next step once the push is sent
+            self.clock.at(sent, self.start_step, rank, step + 1)
+
+    def deliver(self, rank: int, step: int) -> None:
+        """Hand every shard its slice of the push; a shard that has gathered its `aggregate`
+        pushes books the update right behind this one. When every shard has, the update is
+        complete: a record in the history (and, in sync, the round's end)."""
+        now, server, fetched = self.clock.now, self.server, self.fetched[rank]
+        grads = self.workers[rank].grads  # empty in timing-only runs
+        applied_at, stale = None, 0
+        for s, shard, seconds in self.updates:
+            lag = server.versions[s] - fetched[s]
+            stale = max(stale, lag)
+            grad = grads[s] if grads else None
+            if self.staleness_lr and grads and lag > 1:  # lr / staleness, Zhang et al.
+                grad = grad / lag
+            if server.push(s, grad):  # this push completes the shard's update
+                start, end = shard.book(now, seconds)
+                self.timeline.add(None, s, "update", start, end, step)
+                applied_at = end if applied_at is None else max(applied_at, end)
+        self.push_staleness.append(stale)
+        self.round_staleness = max(self.round_staleness, stale)
+        if applied_at is not None:
+            staleness, self.round_staleness = self.round_staleness, 0
+            if self.barrier:
+                self.closed += 1
+                self.record(applied_at, staleness, None, step)
+                self.clock.at(applied_at, self.round_applied, step)
             else:
-                self._record(applied_at, stale, rank, step)
-        if self._gated:
-            clock.at(done, self.pushed_one, rank, step)
-        elif not barrier:  # nothing to count: go straight on to the next step when it is sent
-            heappush(clock._heap, (done, clock._seq, self._start_step, (rank, step + 1)))
-            clock._seq += 1  # Clock.at, inlined as in start_step
+                self.record(applied_at, staleness, rank, step)
 
-    def _push(self, worker: Worker, now: float, step: int) -> tuple[float | None, int]:
-        """Hand every shard its slice; book the updates that completes. Returns when the last
-        update ends (None: the server only buffered the push) and the push's staleness."""
-        grads = worker.grads  # empty in timing-only runs: push None, as Worker.push would
-        out: list = []
-        applied_at, stale = push_updates(
-            out, self._updates, self._update_codes, step * self._step_unit, now,
-            self.server.versions, self._fetched[worker.rank], self.server.push, grads,
-            self.staleness_lr and bool(grads))  # lr / staleness, Zhang et al.
-        if out:
-            self.timeline.rows.fromlist(out)
-        return applied_at, stale
-
-    def _record(self, time: float, staleness: int, rank: int | None, step: int) -> None:
-        evaluate, history = self.evaluate, self.history
-        loss, acc = NO_NUMBERS if evaluate is no_numbers else evaluate()
+    def record(self, time: float, staleness: int, rank: int | None, step: int) -> None:
+        """One server update in the history, scored on the weights it made."""
+        loss, acc = self.evaluate()
         if self.progress is not None:
             self.progress.update(1)
-        history.append(_new(Record, (time, loss, acc, staleness, len(history) + 1, rank, step)))
+        self.history.append(Record(time, loss, acc, staleness, len(self.history) + 1, rank,
+                                   step))
 
+    # --- waiting for the others ---------------------------------------------------------
     def round_applied(self, step: int) -> None:
         """Sync: the averaged update is on every shard; the round's workers waited for it, now
         they fetch (with backup workers, the late ones are already on their way)."""
-        now, members = self.clock.now, self._members.pop(step)
-        for rank in sorted(members):
-            if self._push_done[rank] < now:
-                self.timeline.append(_new(Span, (rank, None, "idle", self._push_done[rank], now,
-                                                 step, None, "barrier")))
-        for rank in sorted(members):
+        now, members = self.clock.now, sorted(self.members.pop(step))
+        for rank in members:
+            if self.push_done[rank] < now:
+                self.timeline.add(rank, None, "idle", self.push_done[rank], now, step, None,
+                                  "barrier")
+        for rank in members:
             self.start_step(rank, step + 1)
 
     def pushed_one(self, rank: int, step: int) -> None:
-        """SSP: the worker's push is sent; it may go on unless it is too far ahead. (Ungated
-        policies go straight to start_step: they have nothing to count.)"""
-        counts = self._how_many
+        """SSP: the worker's push is sent; it may go on unless it is too far ahead."""
+        counts = self.how_many
         counts[step] -= 1
         counts[step + 1] += 1
-        if counts[self._slowest] == 0:
-            while counts[self._slowest] == 0:
-                self._slowest += 1
-            self._release()
+        if counts[self.slowest] == 0:
+            while counts[self.slowest] == 0:
+                self.slowest += 1
+            self.release()
         self.start_step(rank, step + 1)
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """SSP: the slowest worker moved on; start the held steps the bound now allows."""
         now = self.clock.now
-        for step in sorted(s for s in self._waiting if self.policy.may_start(s, self._slowest)):
-            for rank, since in self._waiting.pop(step):
+        for step in sorted(s for s in self.waiting if self.policy.may_start(s, self.slowest)):
+            for rank, since in self.waiting.pop(step):
                 if now > since:
-                    self.timeline.append(
-                        _new(Span, (rank, None, "idle", since, now, step, None, "barrier")))
+                    self.timeline.add(rank, None, "idle", since, now, step, None, "barrier")
                 self.start_step(rank, step)
 
     @property
@@ -254,14 +262,43 @@ class Simulation:
         last_update = self.history[-1].time if self.history else 0.0
         return max(self.clock.now, last_update)
 
+    # --- between two events: the bookkeeping as plain values (snapshot.py) ---------------
+    PLAIN = ("push_staleness", "fetched", "slowest", "push_done", "round_staleness", "closed",
+             "started")
+    BY_STEP = {"how_many": int, "waiting": list, "members": list}  # int-keyed dicts
 
-def _routes(transfers: list, cluster: Cluster, rank: int, workers: int) -> list:
+    def bookkeeping(self) -> dict[str, Any]:
+        """What the actors keep between two events, as JSON-able values (links included)."""
+        return dict(plain={k: getattr(self, k) for k in self.PLAIN},
+                    by_step={k: [[key, v] for key, v in getattr(self, k).items()]
+                             for k in self.BY_STEP},
+                    links=[[link.free_at for _, link, _ in route] for route in self.routes])
+
+    def set_bookkeeping(self, saved: dict[str, Any]) -> None:
+        """Put back what `bookkeeping` gave (checked: a file read back is untrusted)."""
+        plain, by_step = saved.get("plain", {}), saved.get("by_step", {})
+        if set(plain) != set(self.PLAIN) or set(by_step) != set(self.BY_STEP):
+            raise ValueError(f"a checkpoint's state names {sorted(plain)}, {sorted(by_step)}: "
+                             f"expected {sorted(self.PLAIN)}, {sorted(self.BY_STEP)}")
+        for k, v in plain.items():
+            setattr(self, k, v)
+        for k, pairs in by_step.items():
+            table = defaultdict(self.BY_STEP[k])
+            table.update({key: ([tuple(x) for x in v] if k == "waiting" else v)
+                          for key, v in pairs})
+            setattr(self, k, table)
+        for route, free in zip(self.routes, saved["links"], strict=True):
+            for (_, link, _), at in zip(route, free, strict=True):
+                link.free_at = at
+
+
+def _route(transfers: list[Job], cluster: Cluster, rank: int, workers: int) -> list[Job]:
     """A worker's transfer jobs: a colocated worker reaches its own shard locally, at no cost
     and in no queue (a private resource); every other shard over that shard's link."""
     if not cluster.colocated:
         return transfers
-    return [(s, Resource(), 0.0) if cluster.host(s, workers) == rank else (s, r, cost)
-            for s, r, cost in transfers]
+    return [(s, Resource(), 0.0) if cluster.host(s, workers) == rank else (s, link, cost)
+            for s, link, cost in transfers]
 
 
 NO_NUMBERS = (math.nan, math.nan)

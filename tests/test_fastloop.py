@@ -33,7 +33,7 @@ def both(monkeypatch, **kwargs):
     """(inlined run, the actors' own run) of the same settings."""
     fast = pslab.train(numerics=False, **kwargs)
     with monkeypatch.context() as m:
-        m.setattr(simulation.Simulation, "_inline", lambda self: False)
+        m.setattr(simulation.Simulation, "inlined", lambda self: False)
         slow = pslab.train(numerics=False, **kwargs)
     return fast, slow
 
@@ -90,7 +90,7 @@ def on_both_paths(monkeypatch, wrap, **kwargs):
     for inline in (True, False):
         with monkeypatch.context() as m:
             if not inline:
-                m.setattr(simulation.Simulation, "_inline", lambda self: False)
+                m.setattr(simulation.Simulation, "inlined", lambda self: False)
             seen, real = {}, simulation.Simulation.run
             m.setattr(simulation.Simulation, "run",
                       lambda self, until=None: wrap(self, real, until, seen))
@@ -101,10 +101,10 @@ def on_both_paths(monkeypatch, wrap, **kwargs):
 
 def state(sim) -> tuple:
     """Everything a simulation holds between two events, as comparable values."""
-    return (sim.clock.now, sim.clock._seq, sorted((t, q, f.__name__, a) for t, q, f, a
-                                                  in sim.clock._heap),
+    return (sim.clock.now, sim.clock.scheduled, sorted((t, q, f.__name__, a) for t, q, f, a
+                                                  in sim.clock.queue),
             sim.timeline.rows, list(map(repr, sim.history)), sim.push_staleness,
-            sim.server.versions, sim.server._counts, sim._fetched, sim._stale,
+            sim.server.versions, sim.server.counts, sim.fetched, sim.round_staleness,
             [r.free_at for r in sim.shards])
 
 
