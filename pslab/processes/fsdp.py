@@ -22,11 +22,12 @@ from __future__ import annotations
 import os
 import time
 from contextlib import nullcontext
+from typing import Sequence
 from datetime import timedelta
 
 import torch
 
-from ..checks import integer, number
+from ..checks import integer, number, one_of
 from ..data import Digits
 from ..files import load_tensors, save_tensors
 from ..model import NAMES, init_params, score
@@ -88,9 +89,26 @@ def train_ddp(workers: int = 2, steps: int = 5, seed: int = 0, batch: int = 32,
                   hang)
 
 
+def train_across(wrap: str, hosts: Sequence[str], compute: Sequence[float], steps: int = 5,
+                 accumulate: int = 1, timeout: float = 30.0) -> Run:
+    """DDP (wrap="ddp") or FSDP2 ("fsdp") with process r in the network namespace hosts[r]
+    (`Hosts.namespace(r)`: gloo on that host's shaped link), sleeping compute[r] seconds per
+    minibatch before its forward pass: the timing model's compute, as the parameter-server
+    ranks sleep it, so that a measured step is compute plus what the links take. Only the
+    last step's weights are gathered and scored (a gather each step would be traffic the
+    timing model has not). Seed 0, batch 32, lr 0.5, hidden 32."""
+    one_of("wrap", wrap, tuple(MODES))
+    compute = tuple(number("compute (seconds)", c, positive=True, high=60) for c in compute)
+    if len(compute) != len(hosts):
+        raise ValueError(f"compute must give one time per host ({len(hosts)}; got {compute})")
+    return _train(wrap, len(hosts), steps, 0, 32, 0.5, 32, accumulate, timeout, None, None,
+                  compute, list(hosts))
+
+
 def _train(wrap: str, workers: int, steps: int, seed: int, batch: int, lr: float, hidden: int,
            accumulate: int, timeout: float, kill: dict[int, int] | None,
-           hang: dict[int, int] | None) -> Run:
+           hang: dict[int, int] | None, compute: tuple[float, ...] | None = None,
+           hosts: list[str] | None = None) -> Run:
     workers = integer("workers (FSDP2 and DDP need at least 2)", workers, low=2, high=16)
     steps, batch = integer("steps", steps, high=10**5), integer("batch", batch, high=1797)
     hidden, accumulate = integer("hidden", hidden, high=4096), integer("accumulate", accumulate)
@@ -99,11 +117,11 @@ def _train(wrap: str, workers: int, steps: int, seed: int, batch: int, lr: float
     faults = {name: check_faults(name, given, workers, steps)
               for name, given in (("kill", kill), ("hang", hang))}
     mode = MODES[wrap]
-    settings = (workers, steps, seed, batch, lr, hidden, accumulate, wrap)
+    settings = (workers, steps, seed, batch, lr, hidden, accumulate, wrap, compute)
     config = dict(mode=mode, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
                   steps=steps, seed=seed, hidden=hidden, backend="processes")
     with group(_worker, settings, workers, mode, timeout, partial=lambda done: _assemble(
-            done, config, complete=False), **faults) as done:
+            done, config, complete=False), hosts=hosts, **faults) as done:
         return _assemble(done, config, complete=True)
 
 
@@ -118,13 +136,14 @@ def _assemble(done: Finished, config: dict, complete: bool) -> Run:
     spans = sorted((sp._replace(start=sp.start - t0, end=sp.end - t0) for sp in spans),
                    key=lambda sp: sp.start)
     history = [Record(max(sp.end for sp in spans if sp.step == k), *done.scores[k], 0, k + 1,
-                      None, k) for k in range(last + 1)]
+                      None, k) for k in range(last + 1) if k in done.scores]
     return Run(config, spans, history, {name: tensors[name] for name in NAMES},
                max(sp.end for sp in spans), complete=complete)
 
 
 def _worker(member: Member, folder: str, timeout: float, workers: int, steps: int, seed: int,
-            batch: int, lr: float, hidden: int, accumulate: int, wrap: str) -> None:
+            batch: int, lr: float, hidden: int, accumulate: int, wrap: str,
+            compute: tuple[float, ...] | None = None) -> None:
     import torch.distributed as dist
 
     torch.set_num_threads(1)
@@ -144,6 +163,8 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
             spans: list = []
             with _profiled(spans, step, KINDS[wrap]):
                 for micro in range(accumulate):
+                    if compute is not None:  # the timing model's compute, slept (across hosts)
+                        time.sleep(compute[rank])
                     x, y = data.minibatch(step, rank, micro, workers, accumulate, batch)
                     with _sync(wrapped, wrap, micro == accumulate - 1):
                         loss = torch.nn.functional.cross_entropy(wrapped(x), y) / accumulate
@@ -153,15 +174,18 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
             # the whole weights after each update (FSDP2: a gather every rank joins, outside
             # the timed step): rank 0 scores them as the simulation does and keeps them on disk
             # (replaced whole, so a run stopped by a dead process still returns its last update)
-            full = {k: v.detach().contiguous() for k, v in _full_weights(model, wrap).items()}
-            if rank == 0:
-                member.say("scored", step=step, score=score(full, data))
-                save_tensors(os.path.join(folder, WEIGHTS), {k: full[k] for k in NAMES},
-                             {"step": step})
-            # a step counts as finished once rank 0 has kept its update: no rank reports it (or
-            # goes on to die in the next one) before, so however a death and rank 0's last
-            # words interleave, the steps the error names are the updates its .run holds
-            dist.barrier()
+            # timed across hosts (compute given): the last step's only, as the gather and the
+            # barrier would put messages on the shaped links that the timing model has not
+            if compute is None or step == steps - 1:
+                full = {k: v.detach().contiguous() for k, v in _full_weights(model, wrap).items()}
+                if rank == 0:
+                    member.say("scored", step=step, score=score(full, data))
+                    save_tensors(os.path.join(folder, WEIGHTS), {k: full[k] for k in NAMES},
+                                 {"step": step})
+                # a step counts as finished once rank 0 has kept its update: no rank reports it
+                # (or goes on to die in the next one) before, so however a death and rank 0's
+                # last words interleave, the steps the error names are the updates .run holds
+                dist.barrier()
             member.finished(step, spans)
     finally:
         dist.destroy_process_group()

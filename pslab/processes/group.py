@@ -21,7 +21,7 @@ import time
 import traceback
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from .launcher import ProcessFailure, main_module_hidden
 from .starter import context
@@ -50,7 +50,8 @@ class Member:
 
 
 def _entry(rank: int, target: Callable[..., None], folder: str, conn: Connection,
-           faults: tuple[int | None, int | None], timeout: float, settings: tuple) -> None:
+           faults: tuple[int | None, int | None], timeout: float, settings: tuple,
+           host: str | None = None) -> None:
     # torch.profiler's own lines ("USDT: ... profiler_start") would land in the notebook cell
     # that started the run: a process writes to its log in the run's folder (removed after);
     # what went wrong reaches the caller over the pipe
@@ -58,6 +59,11 @@ def _entry(rank: int, target: Callable[..., None], folder: str, conn: Connection
     os.dup2(log, 1)
     os.dup2(log, 2)
     member = Member(rank, conn, *faults)
+    if host is not None:  # a Hosts' network namespace: its sockets, its address (hosts.py)
+        from .hosts_fork import enter
+
+        enter(host)
+        os.environ["GLOO_SOCKET_IFNAME"] = "eth0"
     try:
         target(member, folder, timeout, *settings)
         member.say("done")
@@ -79,8 +85,10 @@ class Finished(NamedTuple):
 @contextmanager
 def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
           timeout: float, kill: dict[int, int], hang: dict[int, int],
-          partial: Callable[[Finished], Any] | None = None) -> Iterator[Finished]:
-    """Run `target(member, folder, timeout, *settings)` in `workers` processes; yields
+          partial: Callable[[Finished], Any] | None = None,
+          hosts: Sequence[str] | None = None) -> Iterator[Finished]:
+    """Run `target(member, folder, timeout, *settings)` in `workers` processes (process r in
+    the network namespace hosts[r] where given: a `Hosts` host, gloo on its eth0); yields
     once all have finished (read the folder inside the `with`), raises ProcessFailure if one
     dies or all fall silent for `timeout` seconds (STARTUP while they start), its `.run` what
     `partial` makes of what had arrived (None if it cannot: nothing measured yet).
@@ -99,7 +107,8 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
                 reader, writer = ctx.Pipe(duplex=False)
                 faults = (kill.get(rank), hang.get(rank))
                 p = ctx.Process(target=_entry, daemon=True, name=f"pslab-{mode}-{rank}",
-                                args=(rank, target, folder, writer, faults, timeout, settings))
+                                args=(rank, target, folder, writer, faults, timeout, settings,
+                                      None if hosts is None else hosts[rank]))
                 p.start()
                 writer.close()  # the child's copy alone: its death is an end of file here
                 procs.append(p)

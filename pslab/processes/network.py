@@ -18,16 +18,24 @@ import statistics
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
+from ..checks import one_of
 from .calibrate import Link
 
 COMPUTE = 0.03  # seconds per minibatch: transfers of ~20 ms at 4 Mbit/s weigh as much
 BANDWIDTH = 4e6  # bits per second of a shard's link
 
 
+COLLECTIVE = ("allreduce", "zero3")  # no server: every worker's own link is shaped
+MODES = ("sync", "async", "ssp:1", "backup:1", *COLLECTIVE)  # as `python -m pslab.processes`
+
+
 @dataclass(frozen=True)
 class Case:
+    """One measured-vs-simulated run. mode: one of MODES ("ssp:1" is SSP(1), "backup:1"
+    Backup(1), "zero3" ZeRO(3)); bandwidth: bits per second of each shaped link (a shard's;
+    with all-reduce and ZeRO(3) every worker's); compute: seconds per minibatch."""
     name: str
     mode: str = "sync"
     workers: int = 2
@@ -35,10 +43,24 @@ class Case:
     accumulate: int = 1
     speeds: tuple | None = None  # a straggler: (1, 1, 0.5)
     group: str = ""  # the ranking compares the cases of one group
+    bandwidth: float = BANDWIDTH
+    compute: float = COMPUTE
 
     def settings(self) -> dict[str, Any]:
         return dict(mode=self.mode, workers=self.workers, shards=self.shards,
                     accumulate=self.accumulate)
+
+    @property
+    def collective(self) -> bool:
+        return self.mode in COLLECTIVE
+
+    def policy(self):
+        """The mode as the clock takes it."""
+        from ..modes import ZeRO, policy_for
+        from .torchrun import parse_mode
+
+        one_of("mode", self.mode, MODES)
+        return policy_for(ZeRO(3) if self.mode == "zero3" else parse_mode(self.mode))
 
 
 STRAGGLER = (1.0, 1.0, 0.5)
@@ -53,18 +75,34 @@ CASES = (
 )
 
 
+LINKS: dict[str, Any] = {}  # the Cluster's link-model arguments the simulated side runs with
+
+
 def timing(case: Case, link: Link) -> dict[str, Any]:
     """The case's Cluster arguments: compute as set, the link as calibrated, no update cost
     (the server's arithmetic takes ~0.1 ms for real, and is left to the measurement)."""
-    return dict(compute_time=COMPUTE, speeds=None if case.speeds is None else list(case.speeds),
-                latency=link.latency, bandwidth=link.bandwidth, update_time=0.0)
+    return dict(compute_time=case.compute,
+                speeds=None if case.speeds is None else list(case.speeds),
+                latency=link.latency, bandwidth=link.bandwidth, update_time=0.0, **LINKS)
 
 
-def measure(case: Case, link: Link, steps: int, bandwidth: float):
-    """The case across hosts: S shard hosts behind shaped links, W unshaped worker hosts. The
-    ranks are forked from the warm forkserver into their hosts (hosts_fork.py): no Python
-    started and no torch imported per host, which on two cores was most of a case's time."""
-    from .hosts import run_across
+def measure(case: Case, link: Link, steps: int, bandwidth: float | None = None):
+    """The case across hosts. Parameter server modes: S shard hosts behind links shaped to
+    the case's bandwidth, W unshaped worker hosts; the ranks are forked from the warm
+    forkserver into their hosts (hosts_fork.py): no Python started and no torch imported per
+    host, which on two cores was most of a case's time. All-reduce and ZeRO(3): W worker
+    hosts, each behind a shaped link, DDP / FSDP2 in them (fsdp.train_across)."""
+    bandwidth = case.bandwidth if bandwidth is None else bandwidth
+    from .hosts import Hosts, run_across
+
+    if case.collective:
+        from .fsdp import train_across
+
+        compute = [case.compute / v for v in case.speeds or [1.0] * case.workers]
+        with Hosts(case.workers, bandwidth=bandwidth) as hosts:
+            return train_across("fsdp" if case.mode == "zero3" else "ddp",
+                                [hosts.namespace(r) for r in range(case.workers)], compute,
+                                steps, case.accumulate)
 
     s, w = case.shards, case.workers
     with tempfile.TemporaryDirectory(prefix="pslab-network-") as out:
@@ -79,14 +117,15 @@ def simulate(case: Case, link: Link, steps: int):
     """The case on the virtual clock, with the settings the measured ranks take by default
     (python -m pslab.processes: lr 0.5, batch 32, seed 0, hidden 32)."""
     from ..cluster import Cluster
-    from ..modes import policy_for
-    from ..simulate import make_layout, simulate as on_the_clock
+    from ..simulate import make_layout, owner_layout, simulate as on_the_clock
 
-    policy = policy_for(case.mode)
+    policy = case.policy()
     config = dict(case.settings(), mode=policy.name, steps=steps, lr=0.5, batch=32, seed=0,
                   hidden=32, numerics=True, staleness_lr=False,
                   cluster=Cluster(**timing(case, link)))
-    return on_the_clock(policy, config, make_layout(case.shards, 32))
+    layout = owner_layout(case.workers, 32) if policy.stage else \
+        make_layout(1 if case.collective else case.shards, 32)
+    return on_the_clock(policy, config, layout)
 
 
 def step_time(run) -> float:
@@ -95,8 +134,11 @@ def step_time(run) -> float:
     that a moment when other programs took the two cores does not decide it."""
     per_worker = []
     for w in range(run.config["workers"]):
-        starts = sorted(s.start for s in run.timeline
-                        if s.worker == w and s.kind == "compute" and not s.micro)
+        first: dict[int, float] = {}
+        for s in run.timeline:
+            if s.worker == w and s.kind == "compute":
+                first[s.step] = min(first.get(s.step, s.start), s.start)
+        starts = sorted(first.values())
         per_worker.append(statistics.median(b - a for a, b in zip(starts, starts[1:])))
     return max(per_worker)
 
@@ -169,7 +211,10 @@ class Row:
         return self.measured_step / k, self.simulated_step / k
 
     def plain(self) -> dict[str, Any]:
-        return dict(name=self.case.name, **self.case.settings(), measured_step=self.measured_step,
+        return dict(name=self.case.name, **self.case.settings(), group=self.case.group,
+                    bandwidth=self.case.bandwidth, compute=self.case.compute,
+                    speeds=None if self.case.speeds is None else list(self.case.speeds),
+                    measured_step=self.measured_step,
                     simulated_step=self.simulated_step, error=self.error,
                     measured_makespan=self.measured_makespan,
                     simulated_makespan=self.simulated_makespan,
@@ -182,24 +227,31 @@ class Row:
                     same_weights=self.same_weights, measured_both_ways=self.both_ways)
 
 
-def compare_case(case: Case, link: Link, steps: int, bandwidth: float) -> Row:
+def compare_case(case: Case, link: Link, steps: int, bandwidth: float | None = None) -> Row:
     from .measured import same_weights
 
     m, s = measure(case, link, steps, bandwidth), simulate(case, link, steps)
     return Row(case, step_time(m), step_time(s), m.makespan, s.makespan, waiting(m),
                waiting(s), staleness(m), staleness(s),
-               same_weights(m, s) if case.mode == "sync" else None, both_ways(m))
+               same_weights(m, s) if case.mode == "sync" else None,
+               0.0 if case.collective else both_ways(m))
 
 
-def compare(link: Link, cases=CASES, steps: int = 20, bandwidth: float = BANDWIDTH) -> list[Row]:
-    """Every case measured and simulated (a case with the settings of one already run reuses
-    its runs: "001 accumulate 1" is "shards S=1")."""
+def compare(link: Link | Callable[[float], Link], cases=CASES, steps: int | Callable = 20,
+            bandwidth: float | None = None) -> list[Row]:
+    """Every case measured and simulated. link: the calibrated link, or a function from a
+    case's bandwidth (bits per second) to its calibrated link; steps: a number, or a function
+    of the case. bandwidth: one shaping for every case (default: each case's own). A case
+    with the settings of one already run reuses its runs ("001 accumulate 1" is "shards S=1")."""
     done: dict[tuple, Row] = {}
     rows = []
     for case in cases:
-        key = (tuple(case.settings().items()), case.speeds)
+        rate = case.bandwidth if bandwidth is None else bandwidth
+        key = (tuple(case.settings().items()), case.speeds, rate, case.compute)
         if key not in done:
-            done[key] = compare_case(case, link, steps, bandwidth)
+            calibrated = link(rate) if callable(link) else link
+            done[key] = compare_case(case, calibrated, steps(case) if callable(steps) else steps,
+                                     rate)
         rows.append(Row(**dict(vars(done[key]), case=case)))
     return rows
 
@@ -215,11 +267,29 @@ def ranking(rows: list[Row]) -> dict[str, tuple[list[str], list[str]]]:
     return out
 
 
+def flips(rows: list[Row]) -> list[dict[str, Any]]:
+    """The pairs of one group whose order differs measured and simulated, with both gaps
+    (slower / faster - 1 of seconds per minibatch): a flip on a 1 % measured gap is a near
+    tie; one on 20 % is the model being wrong."""
+    out = []
+    for group in dict.fromkeys(r.case.group for r in rows):
+        mine = [r for r in rows if r.case.group == group]
+        for i, a in enumerate(mine):
+            for b in mine[i + 1:]:
+                (ma, sa), (mb, sb) = a.per_minibatch, b.per_minibatch
+                if (ma < mb) != (sa < sb) and ma != mb and sa != sb:
+                    out.append(dict(group=group, cases=(a.case.name, b.case.name),
+                                    measured_gap=max(ma, mb) / min(ma, mb) - 1,
+                                    simulated_gap=max(sa, sb) / min(sa, sb) - 1))
+    return out
+
+
 def summary(rows: list[Row]) -> dict[str, Any]:
     errors = [abs(r.error) for r in rows]
     ranks = ranking(rows)
     return dict(median_error=statistics.median(errors), worst_error=max(errors),
-                ranking_same=all(m == s for m, s in ranks.values()), ranking=ranks)
+                ranking_same=all(m == s for m, s in ranks.values()), ranking=ranks,
+                flips=flips(rows))
 
 
 def live_check(link: Link, steps: int = 4) -> str:
