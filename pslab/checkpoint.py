@@ -12,23 +12,79 @@ The file is a safetensors file (tensors + a JSON header; pslab/files.py), writte
 file and renamed into place, so a full disk leaves the last good checkpoint whole, and reading
 one runs no code. On real processes (`backend="processes"`, barrier modes) `Checkpoint(path)`
 has the launcher write the server's shards after every complete round in the same format;
-`pslab.resume(path)` starts new processes from the last one (pslab/processes/launcher.py).
+`pslab.resume(path, backend="processes")` starts new processes from the last one.
+
+A file read back is untrusted: `load` checks its header's shape (`SimulatedHeader`,
+`ProcessHeader`: keys, types, ranges) before any value is used; the settings are then checked by
+train's own checks (pslab.resume calls train with them), the state against the simulation they
+build (snapshot.check) and the tensors' names and float32 shapes against that simulation before
+their bytes are read. Any failure is a ValueError naming the file and the field.
 """
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Optional, Union
+
+from msgspec import Struct, to_builtins
 
 from .checks import number
 from .cluster import Cluster
-from .files import check_writable_path, load_tensors, save_tensors
+from .files import TensorFile, check_shape, check_writable_path, open_regular, read_at, \
+    save_tensors
 from .modes import Policy, policy_from_name
-from .snapshot import restore, snapshot
+from .snapshot import Count, State, Time, restore, snapshot
 
 FORMAT = "pslab-checkpoint-4"  # plain data (safetensors + JSON); other versions are refused
 WHAT = "a pslab checkpoint"
+
+
+class SavedSettings(Struct, forbid_unknown_fields=True):
+    """train's settings as `plain_settings` writes them (their values are train's to check)."""
+    mode: str
+    workers: int
+    accumulate: int
+    lr: float
+    batch: int
+    steps: int
+    shards: Union[int, str]
+    seed: int
+    cluster: Optional[dict[str, Any]]
+    numerics: bool
+    hidden: int
+    staleness_lr: bool
+
+
+class SavedOptions(Struct, forbid_unknown_fields=True):
+    """The process options a process checkpoint records (address: where it ran; resume listens
+    where its caller says, never where a file says)."""
+    time_scale: float
+    timeout: float
+    address: str
+    start_method: str
+    kill: dict[str, int]
+    hang: dict[str, int]
+    transfers: str
+
+
+class SimulatedHeader(Struct, forbid_unknown_fields=True):
+    format: str
+    backend: Literal["simulated"]
+    settings: SavedSettings
+    time: Time
+    updates: Count
+    state: State
+
+
+class ProcessHeader(Struct, forbid_unknown_fields=True):
+    format: str
+    backend: Literal["processes"]
+    settings: SavedSettings
+    options: SavedOptions
+    step: Count  # the rounds complete: the first step a resumed run plays
+    updates: Count
 
 
 class Checkpoint:
@@ -49,12 +105,12 @@ class Checkpoint:
         the way, or first putting back the state this checkpoint holds (resume)."""
         plain = plain_settings(settings)
         if self.resuming:
-            saved, tensors = load_file(self.path)
+            saved, found = load_file(self.path)
             if saved["settings"] != plain:
                 raise ValueError(f"checkpoint {self.path} was written by a run with other "
                                  f"settings ({saved['settings']!r}); resume it with "
                                  f"pslab.resume(path)")
-            restore(sim, saved["state"], tensors)
+            restore(sim, found.meta["state"], found)
             sim.run()
             return
         if self.at is None:
@@ -96,13 +152,14 @@ def settings_from_plain(plain: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(header, tensors) of a checkpoint; a ValueError naming the file for anything else."""
-    if not isinstance(path, (str, Path)):
+def load_file(path: str | Path) -> tuple[dict[str, Any], TensorFile]:
+    """(header, tensor file) of a checkpoint, its header's shape checked (SimulatedHeader or
+    ProcessHeader), its tensors not read yet; a ValueError naming the file for anything else."""
+    if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"checkpoint path must be a file name, a str or pathlib.Path "
                         f"(got {path!r})")
     try:
-        saved, tensors = load_tensors(path, WHAT)
+        found = TensorFile(path, WHAT)
     except ValueError:
         older = _older_format(Path(path))
         if older is None:
@@ -111,25 +168,43 @@ def load_file(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
                          f"reads {FORMAT}, plain data, and never unpickles a file: loading one "
                          f"could run any code): run it again from the start to checkpoint it "
                          f"anew") from None
-    found = saved.get("format")
-    if isinstance(found, str) and found.startswith("pslab-checkpoint-") and found != FORMAT:
-        raise ValueError(f"{path} was written by another pslab ({found}; this one reads "
+    saved = found.meta
+    format_ = saved.get("format")
+    if isinstance(format_, str) and format_.startswith("pslab-checkpoint-") and format_ != FORMAT:
+        raise ValueError(f"{path} was written by another pslab ({format_}; this one reads "
                          f"{FORMAT}): run it again from the start to checkpoint it anew")
-    if found != FORMAT or not isinstance(saved.get("settings"), dict):
+    if format_ != FORMAT:
         raise ValueError(f"{path} is not {WHAT} (no {FORMAT} header)")
-    return saved, tensors
+    kind = ProcessHeader if saved.get("backend") == "processes" else SimulatedHeader
+    header = check_shape(saved, kind, f"{path} ({WHAT})")
+    if kind is SimulatedHeader and header.time != header.state.now:
+        raise ValueError(f"{path} ({WHAT}): field time: {header.time!r} is not the saved "
+                         f"clock state.now={header.state.now!r}")
+    if kind is ProcessHeader and header.step != header.updates:
+        raise ValueError(f"{path} ({WHAT}): field step: {header.step} rounds but "
+                         f"{header.updates} updates")
+    checked = to_builtins(header)
+    if kind is SimulatedHeader:
+        checked["state"] = saved["state"]  # as written: snapshot.check reads it again
+    return checked, found
 
 
 def _older_format(path: Path) -> str | None:
-    """The format name an older (pickled) pslab checkpoint carries, read as bytes, not
-    unpickled; None if the file holds none."""
-    if not path.is_file():
+    """The format name an older (pickled) pslab checkpoint carries, read from its first 4 KB as
+    bytes, not unpickled; None if the file holds none (or is no regular file)."""
+    try:
+        fd, size = open_regular(path, WHAT, 1 << 62)
+    except ValueError:
         return None
-    found = re.search(rb"pslab-checkpoint-(\d+)", path.read_bytes()[:4096])
+    try:
+        found = re.search(rb"pslab-checkpoint-(\d+)", read_at(fd, 0, min(size, 4096)))
+    finally:
+        os.close(fd)
     name = found.group(0).decode() if found else None
     return name if name != FORMAT else None  # ours, but damaged: not a pickle
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    """The saved checkpoint's header: its train settings, the virtual time, the backend."""
+    """The saved checkpoint's header, its shape checked: its train settings, the backend, the
+    virtual time (simulated) or the rounds complete and the process options (processes)."""
     return load_file(path)[0]

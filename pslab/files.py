@@ -1,28 +1,51 @@
-"""Files pslab writes and reads back: whole or not at all, and plain data only.
+"""Files pslab writes and reads back: whole or not at all, plain data only, checked before use.
 
 A shared course server has many users and full disks. So every file pslab writes goes to a
-temporary file beside its target and is renamed into place (the target is the old good file or
-the new complete one, never half of either), and every file pslab reads back is plain data: a
-safetensors file (a JSON header and raw tensor bytes, nothing that runs) whose header carries
-pslab's own JSON. Unpickling a file would run whatever code a crafted one holds.
+private temporary file beside its target and is renamed into place (the target is the old good
+file or the new complete one, never half of either; a link planted at the target is replaced,
+never written through), and every file pslab reads back is untrusted plain data:
+
+- only a regular file is opened (a named pipe or a device is refused from its `stat`, before
+  any open that could block), and it is opened non-blocking, then checked again (`fstat`);
+- its size is bounded before anything is read (a cap from the caller; a safetensors header's
+  own length capped; the tensors it declares must be exactly the shapes the caller expects,
+  float32 only, and fill the file exactly, so a sparse 4 GiB file costs nothing);
+- JSON is parsed only after its nesting depth is measured (MAX_DEPTH) without recursion;
+- its shape is then checked by a msgspec type (see `check_shape`): keys, types (a bool is not
+  an int, "8" is not an int), ranges.
+
+Every refusal is a ValueError naming the file (and, for a value, the field).
 """
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import struct
 import tempfile
+from math import prod
 from pathlib import Path
 from typing import Any, Callable
 
+import msgspec
+import numpy as np
+
 MAX_HEADER = 100_000_000  # safetensors' own limit on a header
+MAX_DEPTH = 32  # pslab's files nest a handful of levels; 100,000 would exhaust a parser's stack
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_DEPTH_STEP = np.zeros(256, np.int8)
+_DEPTH_STEP[[ord("["), ord("{")]] = 1
+_DEPTH_STEP[[ord("]"), ord("}")]] = -1
+_CHUNK = 1 << 20
 
 
 def write_atomic(path: str | Path, data: bytes | Callable[[Any], None]) -> None:
-    """Write `data` (bytes, or a function writing to a binary file) to `path` whole: a
-    temporary file in the same folder, flushed to disk, then renamed over the target. Any
-    failure (a full disk, a folder where the file should be, no permission) raises an OSError
-    naming `path` and leaves the old file as it was and no temporary file behind."""
+    """Write `data` (bytes, or a function writing to a binary file) to `path` whole: a private
+    temporary file in the same folder (created exclusively), flushed to disk, then renamed over
+    the target (a rename replaces a link planted there; it never writes through it). Any failure
+    (a full disk, a folder where the file should be, no permission) raises an OSError naming
+    `path` and leaves the old file as it was and no temporary file behind."""
     path = Path(path)
     fd, aside = None, None
     try:
@@ -51,15 +74,18 @@ def write_atomic(path: str | Path, data: bytes | Callable[[Any], None]) -> None:
 
 
 def _mode_for(path: Path) -> int:
-    """The permissions the written file gets: the old file's when it replaces one, else what
-    the user's umask gives a new file (a teacher's exported figure readable as usual; a
-    student who wants private files sets umask 077)."""
+    """The permissions the written file gets: the old file's when it replaces a regular file
+    this user owns, else what the user's umask gives a new file (a link planted at the path,
+    say to /dev/null, passes on nothing: its target's 0666 would make the file world-writable)."""
     try:
-        return path.stat().st_mode & 0o777
+        old = path.lstat()
+        if stat.S_ISREG(old.st_mode) and old.st_uid == os.geteuid():
+            return old.st_mode & 0o777
     except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
+        pass
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def check_writable_path(path: Any, name: str) -> Path:
@@ -80,6 +106,196 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=True)
 
 
+# --- reading --------------------------------------------------------------------------------
+
+def open_regular(path: str | Path, what: str, limit: int) -> tuple[int, int]:
+    """(fd, size) of a regular file of at most `limit` bytes, opened read-only; a ValueError
+    naming it for a missing path, a folder, a named pipe or device (refused from stat, never
+    opened for a blocking read) or a larger file. The caller closes fd."""
+    path = Path(path)
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist (expected {what})") from None
+    except OSError as error:
+        raise ValueError(f"{path} cannot be read ({error.strerror}; expected {what})") from None
+    _check_regular(path, found, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise ValueError(f"{path} cannot be read ({error.strerror}; expected {what})") from None
+    found = os.fstat(fd)  # the file opened, not the one stat saw a moment ago
+    try:
+        _check_regular(path, found, what)
+        if found.st_size > limit:
+            raise ValueError(f"{path} is {found.st_size} bytes, more than {what} can be "
+                             f"({limit} bytes at most)")
+    except ValueError:
+        os.close(fd)
+        raise
+    return fd, found.st_size
+
+
+def _check_regular(path: Path, found: os.stat_result, what: str) -> None:
+    if stat.S_ISDIR(found.st_mode):
+        raise ValueError(f"{path} is a folder, not {what}")
+    if not stat.S_ISREG(found.st_mode):
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(found.st_mode) else "not a regular file"
+        raise ValueError(f"{path} is {kind}, not {what}: refused without reading it")
+
+
+def read_at(fd: int, offset: int, size: int) -> bytes:
+    """Exactly `size` bytes at `offset` (a file cut short since it was measured: ValueError)."""
+    parts, done = [], 0
+    while done < size:
+        part = os.pread(fd, min(size - done, 1 << 24), offset + done)
+        if not part:
+            raise ValueError(f"ended {size - done} bytes early")
+        parts.append(part)
+        done += len(part)
+    return b"".join(parts)
+
+
+def read_small(path: str | Path, what: str, limit: int) -> bytes:
+    """The whole of a regular file of at most `limit` bytes (see open_regular)."""
+    fd, size = open_regular(path, what, limit)
+    try:
+        return read_at(fd, 0, size)
+    except ValueError as error:
+        raise ValueError(f"{path} is not {what}: it {error}") from None
+    finally:
+        os.close(fd)
+
+
+def json_depth(blob: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest, measured without parsing it (no
+    recursion; memory a few MB whatever the size): strings are blanked, then brackets counted."""
+    text = _STRING.sub(b'""', blob)
+    depth = top = 0
+    for start in range(0, len(text), _CHUNK):
+        steps = _DEPTH_STEP[np.frombuffer(text, np.uint8, min(_CHUNK, len(text) - start), start)]
+        running = np.cumsum(steps, dtype=np.int64) + depth
+        top, depth = max(top, int(running.max())), int(running[-1])
+    return top
+
+
+def parse_json(blob: bytes | str, where: str, depth: int = MAX_DEPTH) -> Any:
+    """JSON text as plain values (NaN and infinities as pslab writes them), its depth checked
+    first; a ValueError naming `where` for anything else."""
+    if isinstance(blob, str):
+        blob = blob.encode("utf-8", "surrogatepass")
+    if json_depth(blob) > depth:
+        raise ValueError(f"{where}: JSON nested deeper than {depth} levels")
+    try:
+        return json.loads(blob)
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{where}: not JSON ({str(error)[:80]})") from None
+
+
+def check_shape(value: Any, kind: type, where: str) -> Any:
+    """`value` (plain values) as `kind`, a msgspec type (Struct, list[...], Literal, Annotated
+    with Meta bounds), strictly: missing or unknown keys, a wrong type (a bool where an int
+    goes, "8"), a number out of range: a ValueError naming `where` and the field."""
+    try:
+        return msgspec.convert(value, kind, strict=True)
+    except msgspec.ValidationError as error:
+        raise ValueError(f"{where}: {_field_first(str(error))}") from None
+
+
+def _field_first(message: str) -> str:
+    """msgspec's "Expected `int`, got `str` - at `$.state.seq`" as "state.seq: expected ..."."""
+    what, _, field = message.partition(" - at `$")
+    field = field.rstrip("`").lstrip(".")
+    return f"field {field}: {what[0].lower()}{what[1:]}" if field else what
+
+
+# --- safetensors files: a JSON header and raw float32 bytes ---------------------------------
+
+class _Entry(msgspec.Struct, forbid_unknown_fields=True):
+    dtype: str
+    shape: list[int]
+    data_offsets: tuple[int, int]
+
+
+class TensorFile:
+    """A safetensors file whose header is read and checked, its tensor bytes not yet read.
+    meta: pslab's JSON from the header; shapes: {name: shape} it declares (float32 only)."""
+
+    def __init__(self, path: str | Path, what: str):
+        self.path, self.what = Path(path), what
+        fd, size = open_regular(path, what, 1 << 62)
+        try:
+            head = read_at(fd, 0, 8) if size >= 8 else b""
+            length = struct.unpack("<Q", head)[0] if head else -1
+            if not 0 < length <= min(MAX_HEADER, size - 8):
+                raise self.wrong(f"not a safetensors file with pslab's header ({size} bytes)")
+            header = parse_json(read_at(fd, 8, length), f"{path} (its safetensors header)")
+        finally:
+            os.close(fd)
+        self.size, self.start = size, 8 + length
+        if not isinstance(header, dict) or not isinstance(header.get("__metadata__"), dict):
+            raise self.wrong("not a safetensors file with pslab's header")
+        extra = header.pop("__metadata__")
+        meta = parse_json(extra.get("pslab", "null"), f"{path} (pslab's header)")
+        if not isinstance(meta, dict):
+            raise self.wrong("its header holds no pslab values")
+        self.meta = meta
+        entries = check_shape(header, dict[str, _Entry], f"{path} (its tensor table)")
+        self.entries = entries
+        end = 0
+        for name, e in sorted(entries.items(), key=lambda kv: kv[1].data_offsets):
+            if e.dtype != "F32":
+                raise self.wrong(f"tensor {name} is {e.dtype}; pslab's tensors are float32 (F32)")
+            if any(n < 0 for n in e.shape) or len(e.shape) > 4:
+                raise self.wrong(f"tensor {name} has the shape {e.shape}")
+            begin, stop = e.data_offsets
+            if begin != end or stop - begin != 4 * prod(e.shape):
+                raise self.wrong(f"tensor {name}'s bytes {begin}..{stop} overlap, leave a gap or "
+                                 f"do not hold its {e.shape} float32 values")
+            end = stop
+        if self.start + end != size:
+            raise self.wrong(f"its tensors take {end} bytes but the file holds "
+                             f"{size - self.start} after its header (truncated, or padded)")
+
+    @property
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(e.shape) for name, e in self.entries.items()}
+
+    def wrong(self, why: str) -> ValueError:
+        return ValueError(f"{self.path} is not {self.what}: {why}")
+
+    def tensors(self, expected: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
+        """The tensors (float32, on the CPU), read only once their names and shapes are exactly
+        `expected` (None: whatever the header declares, bounded by the file's size)."""
+        import torch
+
+        if expected is not None:
+            expected = {k: tuple(v) for k, v in expected.items()}
+            missing = sorted(set(expected) - set(self.entries))
+            extra = sorted(set(self.entries) - set(expected))
+            if missing or extra:
+                raise self.wrong(f"tensors missing {missing[:4]}, unexpected {extra[:4]}")
+            for name, shape in self.shapes.items():
+                if shape != expected[name]:
+                    raise self.wrong(f"tensor {name} has the shape {list(shape)}; the run's "
+                                     f"settings give {list(expected[name])}")
+        fd, size = open_regular(self.path, self.what, self.size)
+        try:
+            if size != self.size:
+                raise self.wrong("it changed while being read")
+            out = {}
+            for name, e in self.entries.items():
+                begin, stop = e.data_offsets
+                raw = bytearray(read_at(fd, self.start + begin, stop - begin))
+                out[name] = torch.frombuffer(raw, dtype=torch.float32).reshape(e.shape) \
+                    if raw else torch.zeros(e.shape)
+            return out
+        except ValueError as error:
+            raise self.wrong(str(error)) from None
+        finally:
+            os.close(fd)
+
+
 def save_tensors(path: str | Path, tensors: dict[str, Any], meta: dict[str, Any]) -> None:
     """One safetensors file, written atomically: the tensors, and `meta` as JSON in its header."""
     from safetensors.torch import save
@@ -92,37 +308,7 @@ def save_tensors(path: str | Path, tensors: dict[str, Any], meta: dict[str, Any]
 
 
 def load_tensors(path: str | Path, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(meta, tensors) of a file `save_tensors` wrote; a ValueError naming the file and saying
-    it is not `what` for anything else (empty, truncated, random bytes, a pickle, a folder)."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load
-
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder, not {what}")
-    if not path.is_file():
-        raise ValueError(f"{path} does not exist (expected {what})")
-    blob = path.read_bytes()
-    meta = _header_meta(blob)
-    if meta is None:
-        raise ValueError(f"{path} is not {what}: not a safetensors file with pslab's header "
-                         f"({len(blob)} bytes)")
-    try:
-        return meta, load(blob)
-    except SafetensorError as error:
-        raise ValueError(f"{path} is not {what}: its tensors cannot be read ({error})") from None
-
-
-def _header_meta(blob: bytes) -> dict[str, Any] | None:
-    """pslab's JSON from a safetensors header, or None if the bytes are not such a file."""
-    if len(blob) < 8:
-        return None
-    (size,) = struct.unpack("<Q", blob[:8])
-    if size > min(MAX_HEADER, len(blob) - 8):
-        return None
-    try:
-        header = json.loads(blob[8:8 + size])
-        meta = json.loads(header["__metadata__"]["pslab"])
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return None
-    return meta if isinstance(meta, dict) else None
+    """(meta, tensors) of a file `save_tensors` wrote (see TensorFile); a ValueError naming the
+    file and saying it is not `what` for anything else."""
+    found = TensorFile(path, what)
+    return found.meta, found.tensors()

@@ -7,18 +7,87 @@ writes them as JSON-able values and tensors; `restore` puts them back into a sim
 afresh from the same settings, so the resumed run makes the same events in the same order on
 the same numbers as the uninterrupted one. No object is pickled: the pending events are saved
 by the name of the actor's method they call, and only those names are accepted back.
+
+A saved state is untrusted: `restore` checks all of it against the simulation it goes into
+before it changes anything (the shape `State` declares: keys, types, finite times, no time
+before the saved clock; then every count and index against the settings: workers, shards,
+steps, minibatches; the tensors' names and float32 shapes before their bytes are read; the
+simulation's own attributes only from its fixed lists PLAIN and BY_STEP).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal, Optional
 
 import torch
+from msgspec import Meta, Struct, to_builtins
 
+from .files import TensorFile, check_shape
 from .simulation import Record, Simulation
-from .timeline import Span
+from .timeline import EVERY_KIND, NOTES, Span
 
-# The actors' methods the clock may hold pending (a RingSimulation adds the last two).
+# The actors' methods the clock may hold pending (a RingSimulation adds the last two), and the
+# arguments each takes: a worker's rank and its step, or a round's step.
 EVENTS = ("start_step", "computed", "round_applied", "pushed_one", "_ring", "_next_step")
+ARGS = dict(start_step=("rank", "step"), computed=("rank", "step"), round_applied=("step",),
+            pushed_one=("rank", "step"), _ring=("step",), _next_step=("step",))
+
+Time = Annotated[float, Meta(ge=0.0, le=1e300)]  # virtual seconds: finite, never negative
+Count = Annotated[int, Meta(ge=0, le=2**53)]
+Index = Count  # a worker, shard, step or minibatch: checked against the settings in `check`
+
+
+class Plain(Struct, forbid_unknown_fields=True):
+    push_staleness: list[int]
+    fetched: list[list[Count]]
+    slowest: Count
+    push_done: list[Time]
+    round_staleness: int
+    closed: Count
+    started: bool
+    arrived: Optional[Count] = None  # the ring modes only
+
+
+class ByStep(Struct, forbid_unknown_fields=True):
+    how_many: list[tuple[Count, Count]]
+    waiting: list[tuple[Count, list[tuple[Index, Time]]]]
+    members: list[tuple[Count, list[Index]]]
+
+
+class Actors(Struct, forbid_unknown_fields=True):
+    """Simulation.bookkeeping(): its attributes, from the fixed lists PLAIN and BY_STEP only."""
+    plain: Plain
+    by_step: ByStep
+    links: list[list[Time]]
+
+
+class Server(Struct, forbid_unknown_fields=True):
+    versions: list[Count]
+    counts: list[Count]
+    buffered: list[Count]
+
+
+class WorkerState(Struct, forbid_unknown_fields=True):
+    versions: list[tuple[Index, Count]]
+    loss: float  # nan before its first minibatch
+    shards: list[Index]
+    grads: Count
+
+
+SpanRow = tuple[Optional[Index], Optional[Index], Literal[EVERY_KIND], Time, Time, Count,
+                Optional[Index], Optional[Literal[tuple(NOTES)]]]
+RecordRow = tuple[Time, float, float, int, Count, Optional[Index], Count]
+
+
+class State(Struct, forbid_unknown_fields=True):
+    """What `snapshot` writes, as the file must hold it (checked by msgspec, strictly)."""
+    now: Time
+    seq: Count
+    events: list[tuple[Time, Count, Literal[EVENTS], list[Count]]]
+    actors: Actors
+    timeline: list[SpanRow]
+    history: list[RecordRow]
+    server: Server
+    workers: list[WorkerState]
 
 
 def snapshot(sim: Simulation) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
@@ -48,27 +117,114 @@ def snapshot(sim: Simulation) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     return state, tensors
 
 
-def restore(sim: Simulation, state: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
-    """Put a snapshot back into `sim`, built afresh by train from the same settings."""
+def check(sim: Simulation, saved: Any, where: str) -> State:
+    """`saved` as a State that fits `sim` (built from the file's own settings), or a ValueError
+    naming `where` and the field: every count and index in range, every pending event an actor
+    step this simulation has, at or after the saved clock, with its own sequence number."""
+    state = check_shape(saved, State, where)
+    workers, shards, steps = len(sim.workers), len(sim.server.versions), sim.steps
+
+    def need(ok: bool, name: str, why: str) -> None:
+        if not ok:
+            raise ValueError(f"{where}: field state.{name}: {why} (the run has {workers} "
+                             f"workers, {shards} shards, {steps} steps)")
+
+    seqs = set()
+    for i, (time, seq, name, args) in enumerate(state.events):
+        need(hasattr(sim, name), f"events[{i}]", f"{name!r} is not an event of this mode")
+        need(time >= state.now, f"events[{i}]", f"time {time!r} is before the saved clock "
+             f"{state.now!r}")
+        need(seq < state.seq and seq not in seqs, f"events[{i}]", f"sequence number {seq} "
+             f"repeated or not below seq={state.seq}")
+        seqs.add(seq)
+        need(len(args) == len(ARGS[name]), f"events[{i}]", f"{name} takes {ARGS[name]}")
+        for arg, value in zip(ARGS[name], args):
+            top = workers - 1 if arg == "rank" else steps
+            need(value <= top, f"events[{i}]", f"{arg} {value} is not from 0 to {top}")
+    links = state.actors.links
+    need(len(links) == workers and all(len(free) == len(route)
+                                       for free, route in zip(links, sim.routes)),
+         "actors.links", "not one free time per worker and link")
+    for i, s in enumerate(state.timeline):
+        need(_fits(s[0], workers) and _fits(s[1], shards) and s[3] <= s[4] and s[5] <= steps
+             and _fits(s[6], sim.accumulate), f"timeline[{i}]", f"{list(s)} is out of range")
+    for i, r in enumerate(state.history):
+        need(_fits(r[5], workers) and r[6] < steps, f"history[{i}]", f"{list(r)} out of range")
+    _check_plain(state, sim, need)
+    saved_server = state.server
+    for name in ("versions", "counts", "buffered"):
+        need(len(getattr(saved_server, name)) == shards, f"server.{name}", "not one per shard")
+    need(all(n <= workers for n in saved_server.buffered), "server.buffered", "too many")
+    need(len(state.workers) == workers, "workers", "not one per worker")
+    for r, w in enumerate(state.workers):
+        need(all(s < shards for s, _ in w.versions) and all(s < shards for s in w.shards)
+             and len(set(w.shards)) == len(w.shards) and w.grads <= shards,
+             f"workers[{r}]", "a shard out of range, repeated, or too many gradients")
+    return state
+
+
+def _fits(index: int | None, count: int) -> bool:
+    return index is None or index < count
+
+
+def _check_plain(state: State, sim: Simulation, need) -> None:
+    """The bookkeeping attributes: exactly those this simulation has, each the right size."""
+    workers, shards = len(sim.workers), len(sim.server.versions)
+    plain = state.actors.plain
+    need((plain.arrived is None) == ("arrived" not in sim.PLAIN), "actors.plain.arrived",
+         "present in a mode without it, or missing")
+    need(len(plain.fetched) == workers and all(len(v) == shards for v in plain.fetched),
+         "actors.plain.fetched", "not one version per worker and shard")
+    need(len(plain.push_done) == workers, "actors.plain.push_done", "not one time per worker")
+    need(plain.slowest <= sim.steps and plain.closed <= sim.steps,
+         "actors.plain", "slowest or closed past the last step")
+    by_step = state.actors.by_step
+    need(all(k <= sim.steps and n <= workers for k, n in by_step.how_many),
+         "actors.by_step.how_many", "a step or a worker count out of range")
+    need(all(k <= sim.steps and all(r < workers for r, _ in v) for k, v in by_step.waiting),
+         "actors.by_step.waiting", "a step or a worker out of range")
+    need(all(all(r < workers for r in v) for _, v in by_step.members),
+         "actors.by_step.members", "a worker out of range")
+
+
+def tensor_shapes(sim: Simulation, state: State) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every tensor `state` needs in `sim`: what the file must hold."""
+    if sim.server.params is None:  # timing only: no keys anywhere
+        return {}
+    shape = [tuple(t.shape) for t in sim.server.params]
+    out = {f"server.{s}": shape[s] for s in range(len(shape))}
+    out.update({f"buffer.{s}.{i}": shape[s] for s, n in enumerate(state.server.buffered)
+                for i in range(n)})
+    for r, w in enumerate(state.workers):
+        out.update({f"worker.{r}.shard.{s}": shape[s] for s in w.shards})
+        out.update({f"worker.{r}.grad.{i}": shape[i] for i in range(w.grads)})
+    return out
+
+
+def restore(sim: Simulation, saved: Any, found: TensorFile) -> None:
+    """Put a snapshot back into `sim`, built afresh by train from the same settings, once all of
+    it is checked (`check`, then the tensors against `tensor_shapes`); a ValueError naming the
+    file and the field, with `sim` untouched, otherwise."""
+    where = str(found.path)
+    state = check(sim, saved, where)
+    tensors = found.tensors(tensor_shapes(sim, state))
     clock, server = sim.clock, sim.server
-    events = []
-    for time, seq, name, args in state["events"]:
-        if name not in EVENTS or not hasattr(sim, name):
-            raise ValueError(f"a checkpoint's pending event {name!r} is not an actor's step")
-        events.append((time, seq, getattr(sim, name), tuple(args)))
-    clock.restore(state["now"], state["seq"], events)
-    sim.set_bookkeeping(state["actors"])
+    clock.restore(state.now, state.seq, [(time, seq, getattr(sim, name), tuple(args))
+                                         for time, seq, name, args in state.events])
+    actors = to_builtins(state.actors)
+    if actors["plain"]["arrived"] is None:
+        del actors["plain"]["arrived"]
+    sim.set_bookkeeping(actors)
     sim.timeline.clear()
-    sim.timeline.extend(Span(*s) for s in state["timeline"])
-    sim.history[:] = [Record(*r) for r in state["history"]]
-    saved = state["server"]
-    server.versions[:], server.counts[:] = saved["versions"], saved["counts"]
+    sim.timeline.extend(Span(*s) for s in state.timeline)
+    sim.history[:] = [Record(*r) for r in state.history]
+    server.versions[:], server.counts[:] = state.server.versions, state.server.counts
     if server.params is not None:
         server.params = [tensors[f"server.{s}"] for s in range(len(server.params))]
         server.buffer = [[tensors[f"buffer.{s}.{i}"] for i in range(n)]
-                          for s, n in enumerate(saved["buffered"])]
-    for w, mine in zip(sim.workers, state["workers"], strict=True):
-        w.versions = {s: v for s, v in mine["versions"]}
-        w.loss = mine["loss"]
-        w.shards = {s: tensors[f"worker.{w.rank}.shard.{s}"].to(w.device) for s in mine["shards"]}
-        w.grads = [tensors[f"worker.{w.rank}.grad.{i}"].to(w.device) for i in range(mine["grads"])]
+                         for s, n in enumerate(state.server.buffered)]
+    for w, mine in zip(sim.workers, state.workers, strict=True):
+        w.versions = {s: v for s, v in mine.versions}
+        w.loss = mine.loss
+        w.shards = {s: tensors[f"worker.{w.rank}.shard.{s}"].to(w.device) for s in mine.shards}
+        w.grads = [tensors[f"worker.{w.rank}.grad.{i}"].to(w.device) for i in range(mine.grads)]

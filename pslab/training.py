@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .checks import flag, integer, number
+from .checks import flag, integer, number, one_of
 from .checkpoint import Checkpoint, settings_from_plain
 from .checkpoint import load as load_checkpoint
 from .cluster import Cluster
@@ -123,15 +123,40 @@ def _collectives(policy: Policy, config: dict, options: Options, given: dict) ->
                hang=options.hang)
 
 
-def resume(path: str | Path, progress: bool = False) -> Run:
-    """Carry a checkpointed run on to its end; returns the Run (as if never interrupted)."""
-    flag("progress", progress)
-    saved = load_checkpoint(path)
-    settings = settings_from_plain(saved["settings"])
-    if saved.get("backend") == "processes":
-        from .processes.launcher import resume_processes
+def resume(path: str | Path, progress: bool = False, backend: str = "simulated",
+           address: str | None = None) -> Run:
+    """Carry a checkpointed run on to its end; returns the Run (as if never interrupted).
 
-        return resume_processes(saved, Path(path), progress)
+    The file's settings go through train's own checks before anything starts. backend: the
+    backend the caller resumes on, which must be the one the file was written on: a file alone
+    never makes resume start processes. address (backend="processes" only): where the new
+    processes listen, the caller's choice as in train (default loopback), never the file's;
+    the file's other process options (time_scale, timeout, start_method, transfers) are kept."""
+    flag("progress", progress)
+    one_of("backend", backend, ("simulated", "processes"))
+    saved = load_checkpoint(path)
+    if saved["backend"] != backend:
+        raise ValueError(f"{path} is a checkpoint of a run on backend={saved['backend']!r}: "
+                         f"resume it with pslab.resume(path, backend={saved['backend']!r}) "
+                         f"(got backend={backend!r})")
+    given = {}
+    if backend == "processes":
+        given = {k: saved["options"][k] for k in ("time_scale", "timeout", "start_method",
+                                                  "transfers")}
+        recorded = saved["options"]["address"]
+        if recorded not in ("127.0.0.1", "::1", address):
+            raise ValueError(f"checkpoint {path}: field options.address: its run listened on "
+                             f"{recorded!r}; a file never chooses where processes listen: "
+                             f"pass address={recorded!r} to resume there, deliberately")
+        given["address"] = address
+    elif address is not None:
+        raise ValueError("address only applies to resume(path, backend='processes')")
     again = Checkpoint(path)
     again.resuming = True
-    return train(**settings, progress=progress, checkpoint=again)
+    try:
+        settings = settings_from_plain(saved["settings"])
+        return train(**settings, progress=progress, checkpoint=again, backend=backend, **given)
+    except ValueError as error:  # train's checks of the file's settings: name the file
+        if str(path) in str(error):
+            raise
+        raise ValueError(f"checkpoint {path}: {error}") from None

@@ -267,11 +267,14 @@ def test_the_server_checkpoints_its_rounds_and_a_new_set_of_processes_resumes(tm
     with pytest.raises(ProcessFailure):
         processes(mode="sync", steps=8, kill={1: 4}, checkpoint=pslab.Checkpoint(path))
     assert pslab.checkpoint.load(path)["step"] == 4  # rounds 0-3 were complete on every shard
-    resumed = pslab.resume(path)  # new processes, from round 4; the fault is not asked again
+    resumed = pslab.resume(path, backend="processes")  # new processes, from round 4; the
+    # fault is not asked again; without backend="processes" a file never starts processes:
+    with pytest.raises(ValueError, match="backend=.processes."):
+        pslab.resume(path)
     sim = pslab.train(mode="sync", workers=3, steps=8)
     assert all(torch.equal(resumed.weights[n], sim.weights[n]) for n in sim.weights)
     assert [r.version for r in resumed.history] == [5, 6, 7, 8]
     assert [r.loss for r in resumed.history] == [r.loss for r in sim.history[4:]]
     assert gone(resumed) and pslab.checkpoint.load(path)["step"] == 8
     with pytest.raises(ValueError, match="finished run"):
-        pslab.resume(path)
+        pslab.resume(path, backend="processes")

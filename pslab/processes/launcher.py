@@ -26,10 +26,11 @@ from typing import Any, Iterator
 
 import torch
 
-from ..checkpoint import FORMAT, load_file, plain_settings, settings_from_plain
+from ..checkpoint import FORMAT, load_file, plain_settings
 from ..files import save_tensors
 from ..modes import Policy
 from ..result import Run
+from ..simulate import make_layout
 from .child import Meeting, main
 from .job import Job, make_job
 from .measured import assemble
@@ -100,31 +101,38 @@ def launch(policy: Policy, config: dict[str, Any], options: Options, progress: b
            checkpoint: Any = None) -> Run:
     """Run train's validated `config` on real processes (see pslab.train, backend="processes").
     checkpoint: a pslab.Checkpoint(path): the server's shards are written there after every
-    complete round (barrier modes), for `pslab.resume(path)`."""
+    complete round (barrier modes), for `pslab.resume(path, backend="processes")`; one that is
+    resuming: new processes start from the file's last complete round, its shards checked
+    against these settings' layout before any process starts (faults asked for on purpose are
+    not asked again), and go on writing their rounds to the same file."""
+    start = {}
     if checkpoint is not None:
         if checkpoint.at is not None or not policy.waits_for_update:
             raise ValueError("with backend='processes' a checkpoint is the server's shards after "
                              "each complete round: Checkpoint(path) without at, in a mode with "
                              f"rounds (sync, SSP(0), Backup) (got {checkpoint!r}, "
                              f"mode={policy.name})")
+        if checkpoint.resuming:
+            start = resumed(checkpoint.path, config)
+            options = replace(options, kill={}, hang={})
         checkpoint = str(checkpoint.path)
-    job = replace(make_job(policy, config, options), checkpoint=checkpoint)
+    job = replace(make_job(policy, config, options), checkpoint=checkpoint, **start)
     return Launch(job, progress, dict(config, mode=policy)).run()
 
 
-def resume_processes(saved: dict[str, Any], path: Path, progress: bool = False) -> Run:
-    """Start new processes from a checkpoint's last complete round (faults asked for on purpose
-    are not asked again); they go on writing their rounds to the same file."""
-    settings = settings_from_plain(saved["settings"])
-    if saved["step"] >= settings["steps"]:
+def resumed(path: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """start_step and start_keys of a process checkpoint written by a run of `config`."""
+    saved, found = load_file(path)
+    if saved["backend"] != "processes" or saved["settings"] != plain_settings(config):
+        raise ValueError(f"checkpoint {path} was written by another run; resume it with "
+                         f"pslab.resume(path)")
+    if saved["step"] >= config["steps"]:
         raise ValueError(f"checkpoint {path} is of a finished run ({saved['step']} of "
-                         f"{settings['steps']} rounds)")
-    options = Options(**dict(saved["options"], kill={}, hang={}))
-    _, tensors = load_file(path)
-    keys = tuple(tensors[f"shard.{s}"].numpy() for s in range(len(tensors)))
-    job = replace(make_job(settings["mode"], settings, options), checkpoint=str(path),
-                  start_step=saved["step"], start_keys=keys)
-    return Launch(job, progress, settings).run()
+                         f"{config['steps']} rounds)")
+    layout = make_layout(config["shards"], config["hidden"])
+    tensors = found.tensors({f"shard.{s}": (layout.keys(s),) for s in range(layout.shards)})
+    return dict(start_step=saved["step"],
+                start_keys=tuple(tensors[f"shard.{s}"].numpy() for s in range(layout.shards)))
 
 
 class Launch:

@@ -1,0 +1,232 @@
+"""A checkpoint is untrusted input: every case a careful student or a hostile co-user tries is
+refused with a ValueError naming the file and the field, within a second, memory bounded, and
+before any process starts or anything sized by the file is allocated."""
+import math
+import os
+import stat
+import struct
+import threading
+import time
+
+import pytest
+import torch
+
+import pslab
+from pslab.checkpoint import Checkpoint, load
+from untrusted import nested, no_processes, read_checkpoint, refused_or_valid, write_checkpoint
+
+no_processes = no_processes  # the fixture, used by name below
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A real mid-run checkpoint (sync, 3 workers, 2 shards) and the run it resumes to."""
+    path = tmp_path_factory.mktemp("made") / "run.ckpt"
+    full = pslab.train(mode="sync", workers=3, steps=6)
+    pslab.train(mode="sync", workers=3, steps=6, checkpoint=Checkpoint(path, at=full.makespan / 2))
+    return path, full
+
+
+def edited(made, tmp_path, change_meta=None, change_tensors=None):
+    meta, tensors = read_checkpoint(made[0])
+    if change_meta:
+        change_meta(meta)
+    if change_tensors:
+        change_tensors(tensors)
+    path = tmp_path / "edited.ckpt"
+    write_checkpoint(path, meta, tensors)
+    return path
+
+
+def refused(path, *words):
+    error = refused_or_valid(lambda: pslab.resume(path), path)
+    assert error is not None, "accepted"
+    for word in words:
+        assert word in str(error), str(error)
+    return error
+
+
+def event(i, **values):
+    def change(meta):
+        e = meta["state"]["events"][i]
+        for k, v in values.items():
+            if k == "time":
+                e[0] = v
+            elif k == "rank":
+                e[3][0] = v
+    return change
+
+
+def test_the_unedited_checkpoint_resumes_to_the_same_run(made):
+    run = pslab.resume(made[0])
+    assert run.history == made[1].history
+
+
+@pytest.mark.parametrize("rank", [99, -1])
+def test_an_event_for_a_worker_that_does_not_exist(made, tmp_path, rank):
+    refused(edited(made, tmp_path, event(0, rank=rank)), "events[0]")
+
+
+@pytest.mark.parametrize("key", ["events", "server"])
+def test_a_missing_part_of_the_state(made, tmp_path, key):
+    refused(edited(made, tmp_path, lambda m: m["state"].pop(key)), key)
+
+
+def test_a_missing_tensor(made, tmp_path):
+    refused(edited(made, tmp_path, change_tensors=lambda t: t.pop("server.0")), "server.0")
+
+
+@pytest.mark.parametrize("when", [math.nan, math.inf, -1.0])
+def test_event_times_not_finite_or_negative(made, tmp_path, when):
+    refused(edited(made, tmp_path, event(0, time=when)), "events")
+
+
+def test_an_event_before_the_checkpoints_clock(made, tmp_path):
+    def change(meta):
+        meta["state"]["now"] = meta["time"] = meta["state"]["events"][0][0] + 0.5
+    refused(edited(made, tmp_path, change), "events[0]", "before the saved clock")
+
+
+@pytest.mark.parametrize("field,value,word", [
+    ("seq", "8", "seq"), ("mode", ["sync"], "settings.mode"), ("timeline", [[1, 2]], "timeline"),
+    ("workers", True, "settings.workers")])
+def test_values_of_the_wrong_type(made, tmp_path, field, value, word):
+    def change(meta):
+        part = "settings" if word.startswith("settings") else "state"
+        meta[part][field] = value
+    refused(edited(made, tmp_path, change), word)
+
+
+def test_the_file_never_sets_an_attribute_outside_the_fixed_list(made, tmp_path):
+    refused(edited(made, tmp_path, lambda m: m["state"]["actors"]["plain"].update(run=1)), "plain", "run")
+
+
+def test_resumed_under_other_settings(made, tmp_path):
+    def workers(meta):
+        meta["settings"]["workers"] = 4
+        meta["settings"]["cluster"]["speeds"] = None
+    refused(edited(made, tmp_path, workers), "edited.ckpt")
+
+    def steps(meta):  # fewer steps than the updates already made
+        meta["settings"]["steps"] = 1
+    refused(edited(made, tmp_path, steps), "edited.ckpt")
+
+    def hidden(meta):
+        meta["settings"]["hidden"] = 16
+    refused(edited(made, tmp_path, hidden), "shape")
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float64, torch.float16])
+def test_a_tensor_that_is_not_float32(made, tmp_path, dtype):
+    def change(tensors):
+        tensors["server.0"] = tensors["server.0"].to(dtype)
+    refused(edited(made, tmp_path, change_tensors=change), "server.0", "float32")
+
+
+def test_pslab_header_nested_100000_deep(made, tmp_path):
+    meta, tensors = read_checkpoint(made[0])
+    from safetensors.torch import save
+    path = tmp_path / "deep.ckpt"
+    path.write_bytes(save(tensors, metadata={"pslab": nested(100_000)}))
+    refused(path, "nested")
+
+
+def test_safetensors_header_nested_100000_deep(tmp_path):
+    body = ('{"__metadata__": {"pslab": "{}"}, "x": ' + nested(100_000) + "}").encode()
+    path = tmp_path / "deep.ckpt"
+    path.write_bytes(struct.pack("<Q", len(body)) + body)
+    refused(path, "nested")
+
+
+def test_a_sparse_4_gib_file_declaring_a_4_gib_tensor(made, tmp_path):
+    meta, _ = read_checkpoint(made[0])
+    import json
+    big = 2**30  # float32 values: 4 GiB
+    header = json.dumps({"__metadata__": {"pslab": json.dumps(meta, allow_nan=True)},
+                         "server.0": {"dtype": "F32", "shape": [big],
+                                      "data_offsets": [0, 4 * big]}}).encode()
+    path = tmp_path / "sparse.ckpt"
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+        f.truncate(8 + len(header) + 4 * big)  # sparse: a few kB on disk
+    assert os.stat(path).st_blocks * 512 < 2**20
+    refused(path, "tensors")
+
+
+def test_a_named_pipe_is_refused_at_once_never_opened(tmp_path):
+    path = tmp_path / "run.ckpt"
+    os.mkfifo(path)
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="run.ckpt is a named pipe"):
+        load(path)
+    with pytest.raises(ValueError, match="other.ckpt does not exist"):
+        load(tmp_path / "other.ckpt")
+    assert time.perf_counter() - started < 1
+
+
+def test_a_process_checkpoint_is_resumed_only_on_processes_asked_for(made, tmp_path,
+                                                                     no_processes):
+    def processes(meta):  # a simulated checkpoint edited to say it ran on processes
+        meta.pop("state"), meta.pop("time")
+        meta.update(backend="processes", step=1, updates=1, options=dict(
+            time_scale=0.01, timeout=10.0, address="10.1.2.3", start_method="forkserver",
+            kill={}, hang={}, transfers="model"))
+    path = edited(made, tmp_path, processes)
+    refused(path, "backend='processes'")
+
+
+@pytest.mark.parametrize("option,value", [
+    ("address", "0.0.0.0"), ("start_method", "fork"), ("timeout", math.nan),
+    ("time_scale", -1.0), ("bogus", 1)])
+def test_a_process_checkpoint_with_options_train_refuses(made, tmp_path, no_processes,
+                                                          option, value):
+    def processes(meta):
+        meta.pop("state"), meta.pop("time")
+        meta.update(backend="processes", step=1, updates=1, options=dict(
+            time_scale=0.01, timeout=10.0, address="127.0.0.1", start_method="forkserver",
+            kill={}, hang={}, transfers="model"))
+        meta["options"][option] = value
+    path = edited(made, tmp_path, processes,
+                  lambda t: t.clear() or t.update({"shard.0": torch.zeros(330),
+                                                   "shard.1": torch.zeros(2080)}))
+    error = refused_or_valid(lambda: pslab.resume(path, backend="processes"), path)
+    assert error is not None and (option in str(error) or "address" in str(error)), error
+
+
+@pytest.mark.parametrize("setting,value,tensor", [
+    ("workers", 100, None), ("steps", 10**9, None), (None, None, 7)])
+def test_a_process_checkpoint_too_big_or_misshapen(made, tmp_path, no_processes,
+                                                    setting, value, tensor):
+    def processes(meta):
+        meta.pop("state"), meta.pop("time")
+        meta.update(backend="processes", step=1, updates=1, options=dict(
+            time_scale=0.01, timeout=10.0, address="127.0.0.1", start_method="forkserver",
+            kill={}, hang={}, transfers="model"))
+        meta["settings"]["cluster"]["speeds"] = None
+        if setting:
+            meta["settings"][setting] = value
+    sizes = (330, 2080) if tensor is None else (tensor, 2080)
+    path = edited(made, tmp_path, processes, lambda t: t.clear() or t.update(
+        {f"shard.{s}": torch.zeros(n) for s, n in enumerate(sizes)}))
+    error = refused_or_valid(lambda: pslab.resume(path, backend="processes"), path,
+                             seconds=3)
+    assert error is not None
+
+
+def test_a_write_over_a_planted_link_takes_the_umask_mode(made, tmp_path):
+    target = tmp_path / "ckpt"
+    os.symlink("/dev/null", target)
+    old = os.umask(0o022)
+    try:
+        pslab.train(mode="sync", workers=2, steps=4, checkpoint=Checkpoint(target, at=1.0))
+        run = pslab.train(steps=2)
+        os.symlink("/dev/null", tmp_path / "trace2")
+        pslab.trace.to_chrome_trace(run, tmp_path / "trace2")
+        os.symlink("/dev/null", tmp_path / "fig.tex")
+        pslab.tikz(run, tmp_path / "fig.tex")
+    finally:
+        os.umask(old)
+    for name in ("ckpt", "trace2", "fig.tex"):
+        found = os.lstat(tmp_path / name)
+        assert stat.S_ISREG(found.st_mode) and found.st_mode & 0o777 == 0o644, name
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)  # the link's target untouched
