@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import os
 import platform
@@ -32,7 +33,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # Left out of a plain --quick (it prints no ratio, and would take it past 3 minutes); run it
 # with --only. Value: why, in the table.
 SLOW = {"notebooks": "each notebook under nbval, about 2 minutes",
-        "network": "hosts with shaped links (root), about 30 s",
+        "network": "hosts with shaped links (root), 42 drawn cases, about 6-10 minutes",
         "browser": "JupyterLab in headless Chromium, 20 key presses a dashboard, ~3 minutes"}
 
 
@@ -70,7 +71,7 @@ def _load() -> str:
         return ""
 
 
-def run_section(name: str, quick: bool) -> list[dict[str, Any]]:
+def run_section(name: str, quick: bool, seed: int | None = None) -> list[dict[str, Any]]:
     try:
         module = importlib.import_module(f"bench.{SECTIONS[name]}")
     except ModuleNotFoundError as err:
@@ -79,6 +80,8 @@ def run_section(name: str, quick: bool) -> list[dict[str, Any]]:
         return [{"section": name, "name": "not measured: no bench/" f"{SECTIONS[name]}.py yet"}]
     if not hasattr(module, "rows"):
         return [{"section": name, "name": f"not measured: bench/{SECTIONS[name]}.py has no rows()"}]
+    if seed is not None and "seed" in inspect.signature(module.rows).parameters:
+        return module.rows(quick, seed=seed)  # a section that draws its cases (network)
     return module.rows(quick)
 
 
@@ -105,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                          "(under 3 minutes)")
     ap.add_argument("--only", nargs="+", choices=sorted(SECTIONS), metavar="SECTION",
                     help=f"run only these sections: {', '.join(SECTIONS)}")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="the seed of a section that draws its cases at random (network); "
+                         "default: a new one, printed")
     ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/)")
     args = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
@@ -116,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"... {name}", end="", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
-        rows += run_section(name, args.quick)
+        rows += run_section(name, args.quick, args.seed)
         print(f" {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     print_table(rows)
     about = machine()
