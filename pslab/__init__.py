@@ -22,6 +22,7 @@ _LAZY = {
     # the core: lazy too, so `import pslab` (and `python -m pslab` refusing a typo) loads no torch
     "Cluster": ".cluster", "SSP": ".modes", "Async": ".modes", "Backup": ".modes",
     "Policy": ".modes", "SoftSync": ".modes", "Sync": ".modes", "ZeRO": ".modes",
+    "Pipeline": ".pipeline",
     "Run": ".result", "train": ".training",
     "ParameterServer": ".server", "Record": ".simulation", "KINDS": ".timeline",
     "Span": ".timeline", "Worker": ".worker",
@@ -63,7 +64,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["Cluster", "SSP", "Sync", "Async", "Policy", "Run", "train", "ParameterServer",
-           "Backup", "SoftSync", "ZeRO", "classic", "Record", "Span", "KINDS", "Worker", "plot", "replay",
+           "Backup", "SoftSync", "ZeRO", "Pipeline", "classic", "Record", "Span", "KINDS", "Worker", "plot", "replay",
            "tikz", "TimelinePlot",
            "TrainingPlot", "StalenessPlot", "plot_timeline", "compare", "plot_training",
            "plot_staleness", "plot_dataflow", "quiz", "widgets", "Dashboard", "dashboard", "nas",

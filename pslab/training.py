@@ -14,12 +14,14 @@ from .cluster import Cluster
 from .data import dataset_size
 from .limits import check_fits
 from .modes import Policy, policy_for
+from .pipeline import Pipeline
+from .pipeline.front import train_pipeline
 from .processes.options import Options, check_options
 from .result import Run
 from .simulate import make_layout, owner_layout, simulate
 
 
-def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
+def train(mode: str | Policy | Pipeline = "sync", workers: int = 3, accumulate: int = 1, lr: float = 0.5,
           batch: int = 32, steps: int = 50, shards: int | str = "layers", seed: int = 0,
           cluster: Cluster | None = None, numerics: bool = True, hidden: int = 32,
           progress: bool = False, backend: str = "simulated", time_scale: float | None = None,
@@ -54,7 +56,17 @@ def train(mode: str | Policy = "sync", workers: int = 3, accumulate: int = 1, lr
     (pslab.modes; ZeRO ignores shards: each worker owns one key range). On backend="processes",
     ZeRO(3) runs on PyTorch's FSDP2 and "allreduce" on its DDP (2 to 16 workers; timeout, kill
     and hang apply; ZeRO(1) and ZeRO(2), which FSDP2 does not express, are refused).
+    mode may be pslab.Pipeline(stages, microbatches, schedule, chunks): pipeline parallelism,
+    returning a PipelineRun (pslab/pipeline/; workers, accumulate and shards do not apply).
     """
+    if isinstance(mode, Pipeline):
+        return train_pipeline(mode, lr=lr, batch=batch, steps=steps, seed=seed, cluster=cluster,
+                              numerics=numerics, hidden=hidden, backend=backend,
+                              progress=progress, unused=dict(
+                                  time_scale=time_scale, timeout=timeout, address=address,
+                                  start_method=start_method, kill=kill, hang=hang,
+                                  checkpoint=checkpoint, staleness_lr=staleness_lr,
+                                  transfers=transfers))
     policy = policy_for(mode)
     workers = integer("workers", workers)
     accumulate = integer("accumulate", accumulate)

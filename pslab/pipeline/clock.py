@@ -1,0 +1,114 @@
+"""One pipeline step on the virtual clock: every rank runs its action list in order, each action
+as soon as the rank is free and its input has arrived.
+
+Because a rank's list fixes its order, each start follows from two numbers, when the rank is
+free and when the input arrived (Lindley's recursion, as engine.Resource books a shard): no
+event heap is needed. Activations go down the pipeline and gradients back up over the links
+between ranks; each directed link is an engine.Resource serving one transfer at a time (links
+are full duplex: the two directions do not share), a transfer taking the Cluster's latency +
+bytes / bandwidth. Sends do not stop the sender's compute (PyTorch's isend). Two stages on
+the same rank (the tip of ZB-V's V) hand over in memory, at no cost.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from ..engine import Resource
+from .schedules import Action
+
+
+class Op(NamedTuple):
+    """One action as run: its rank, virtual stage, kind (F, B, I, W), micro-batch and times."""
+
+    rank: int
+    stage: int
+    kind: str
+    micro: int
+    start: float
+    end: float
+
+
+class Transfer(NamedTuple):
+    """Bytes on a link: an activation (down) or a gradient (up) of one micro-batch."""
+
+    src: int
+    dst: int
+    what: str  # "activation" or "gradient"
+    micro: int
+    start: float
+    end: float
+
+
+class Deadlock(RuntimeError):
+    """A schedule whose ranks all wait for inputs that never come."""
+
+
+def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int, str], float],
+            link_time: float, links: dict[tuple[int, int], Resource], start: float,
+            on_action: Callable[[Action], None] | None = None
+            ) -> tuple[list[Op], list[Transfer]]:
+    """Run one step's lists from time `start`; returns the ops and the transfers, each rank's
+    ops in its list's order. seconds[(stage, kind)]: an action's duration; link_time: one
+    transfer's seconds (0: free links); links: the directed links' resources, (src, dst) ->
+    Resource, made on first use and kept across steps. on_action(action) runs each action's
+    arithmetic, in an order where every input exists (the order they are timed in)."""
+    last = len(where) - 1
+    arrive_f: dict[tuple[int, int], float] = {}  # (stage, micro) -> its input is there
+    arrive_b: dict[tuple[int, int], float] = {}  # (stage, micro) -> its output's gradient
+    f_end: dict[tuple[int, int], float] = {}
+    i_end: dict[tuple[int, int], float] = {}
+    ops: list[Op] = []
+    transfers: list[Transfer] = []
+    ptr = [0] * len(lists)
+    free = [start] * len(lists)
+    left = sum(map(len, lists))
+
+    def send(src: int, stage: int, micro: int, now: float, what: str) -> float:
+        dst = where[stage]
+        if dst == src or not link_time:
+            return now
+        key = (src, dst)
+        link = links.get(key)
+        if link is None:
+            link = links[key] = Resource()
+        a, b = link.book(now, link_time)
+        transfers.append(Transfer(src, dst, what, micro, a, b))
+        return b
+
+    while left:
+        moved = False
+        for r, actions in enumerate(lists):
+            i, t = ptr[r], free[r]
+            while i < len(actions):
+                action = actions[i]
+                k, kind, mb = action
+                if kind == "F":
+                    dep = start if k == 0 else arrive_f.get((k, mb))
+                elif kind == "W":
+                    dep = i_end.get((k, mb))
+                else:  # B or I: the loss (last stage) or the gradient from the stage after
+                    dep = f_end.get((k, mb)) if k == last else arrive_b.get((k, mb))
+                if dep is None:
+                    break
+                begin = t if t > dep else dep
+                t = begin + seconds[(k, kind)]
+                ops.append(Op(r, k, kind, mb, begin, t))
+                if on_action is not None:
+                    on_action(action)
+                if kind == "F":
+                    f_end[(k, mb)] = t
+                    if k < last:
+                        arrive_f[(k + 1, mb)] = send(r, k + 1, mb, t, "activation")
+                elif kind != "W":
+                    if kind == "I":
+                        i_end[(k, mb)] = t
+                    if k:
+                        arrive_b[(k - 1, mb)] = send(r, k - 1, mb, t, "gradient")
+                i += 1
+                left -= 1
+                moved = True
+            ptr[r], free[r] = i, t
+        if not moved:
+            stuck = {r: str(lists[r][ptr[r]]) for r in range(len(lists)) if ptr[r] < len(lists[r])}
+            raise Deadlock(f"every rank waits for an input that never comes: {stuck}")
+    return ops, transfers

@@ -1,0 +1,171 @@
+"""A pipelined run on the virtual clock, with the real SGD arithmetic done in clock order.
+
+Every step is alike on the clock: the step starts when the last rank has applied its update
+(the flush: SGD needs the whole batch's gradient, and the ranks meet there to report the
+loss), and the durations depend only on the stage and the kind of action. So one step is
+timed (pslab/pipeline/clock.py) and the run's timeline is that step repeated; with numerics,
+each step's arithmetic runs the actions in the order they were timed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..cluster import Cluster
+from ..columns import Columns
+from ..data import Digits
+from ..model import init_params, layer_names, score, shapes, single_thread
+from ..timeline import Record
+from .clock import Op, Transfer, execute
+from .mode import Pipeline
+from .result import PipelineRun
+from .schedules import Action, orders, rank_of
+from .stages import StageMath, layer_bounds
+
+KIND = {"F": "forward", "B": "backward", "I": "backward-input", "W": "backward-weight"}
+BYTES = 4  # fp32
+
+
+def simulate_pipeline(pipe: Pipeline, lr: float, batch: int, steps: int, seed: int,
+                      cluster: Cluster, numerics: bool, hidden: int) -> PipelineRun:
+    """Train the `pipe.layers`-layer MLP for `steps` steps under `pipe` (arguments checked by
+    the front door)."""
+    p, v, m = pipe.stages, pipe.chunks, pipe.microbatches
+    where = rank_of(pipe.schedule, p, v)
+    lists = orders(pipe.schedule, p, m, v)
+    seconds = durations(pipe, cluster, hidden)
+    link_time = cluster.transfer_time(batch * hidden * BYTES)
+    if math.isinf(cluster.bandwidth) and not cluster.latency:
+        link_time = 0.0
+    ops, transfers = execute(lists, where, seconds, link_time, {}, 0.0)
+    sizes = shapes(64, hidden, 10, pipe.layers)
+    updates = _update_times(pipe, cluster, sizes)
+    ends = [0.0] * p
+    for op in ops:
+        ends[op.rank] = max(ends[op.rank], op.end)
+    period = max(e + u for e, u in zip(ends, updates))
+    config = dict(mode=pipe.name, workers=p, accumulate=m, lr=lr, batch=batch, steps=steps,
+                  shards=p, seed=seed, cluster=cluster, numerics=numerics, hidden=hidden,
+                  staleness_lr=False, pipeline=pipe.plain())
+    timeline = _timeline(ops, transfers, ends, updates, period, p, m, steps)
+    params, history, start_loss = {}, [], math.nan
+    if numerics:
+        with single_thread():
+            params, history, start_loss = _train(pipe, ops, lr, batch, steps, seed, hidden,
+                                                 period)
+    else:
+        history = [Record(period * (t + 1), math.nan, math.nan, 0, t + 1, None, t)
+                   for t in range(steps)]
+    return PipelineRun(config=config, timeline=timeline, history=history, weights=params,
+                       makespan=period * steps, start_loss=start_loss, pipeline=pipe,
+                       ops=ops, transfers=transfers, step_time=period,
+                       activation_bytes=_activation_bytes(pipe, batch, hidden),
+                       param_bytes=_param_bytes(pipe, sizes))
+
+
+def durations(pipe: Pipeline, cluster: Cluster, hidden: int) -> dict[tuple[int, str], float]:
+    """Seconds of every (virtual stage, kind): `pipe.times` split evenly over a rank's v
+    chunks, else each stage's share of the forward FLOPs (in·out per layer) of compute_time,
+    F : B : W = 1 : 2 : 1; a rank of speed s (cluster.speeds) takes 1/s as long."""
+    k_all = pipe.virtual
+    speeds = [1.0] * pipe.stages if cluster.speeds is None else list(cluster.speeds)
+    where = rank_of(pipe.schedule, pipe.stages, pipe.chunks)
+    if pipe.times is not None:
+        f, b, w = (t / pipe.chunks for t in pipe.times)
+        shares = [(f, b, w)] * k_all
+    else:
+        sizes = shapes(64, hidden, 10, pipe.layers)
+        flops = [sizes[w][0] * sizes[w][1] for w, _ in layer_names(sizes)]
+        whole = sum(flops)
+        shares = []
+        for lo, hi in layer_bounds(pipe.layers, k_all):
+            f = cluster.compute_time * sum(flops[lo:hi]) / whole / 3
+            shares.append((f, 2 * f, f))
+    out: dict[tuple[int, str], float] = {}
+    for k, (f, b, w) in enumerate(shares):
+        s = speeds[where[k]]
+        out[(k, "F")], out[(k, "B")] = f / s, b / s
+        out[(k, "W")], out[(k, "I")] = w / s, (b - w) / s
+    return out
+
+
+def _update_times(pipe: Pipeline, cluster: Cluster, sizes: dict) -> list[float]:
+    """Each rank's SGD step: update_time times its share of the parameters."""
+    per = _param_bytes(pipe, sizes)
+    whole = sum(per)
+    return [cluster.update_duration(b / whole) for b in per]
+
+
+def _param_bytes(pipe: Pipeline, sizes: dict) -> list[int]:
+    """Bytes of parameters each rank holds."""
+    names = layer_names(sizes)
+    where = rank_of(pipe.schedule, pipe.stages, pipe.chunks)
+    out = [0] * pipe.stages
+    for k, (lo, hi) in enumerate(layer_bounds(pipe.layers, pipe.virtual)):
+        for w, b in names[lo:hi]:
+            out[where[k]] += BYTES * (int(np.prod(sizes[w])) + int(np.prod(sizes[b])))
+    return out
+
+
+def _activation_bytes(pipe: Pipeline, batch: int, hidden: int) -> list[int]:
+    """Bytes one micro-batch leaves on virtual stage k between its forward and its backward:
+    every layer's input (64 pixels into the first, `hidden` wide after)."""
+    return [BYTES * batch * sum(64 if j == 0 else hidden for j in range(lo, hi))
+            for lo, hi in layer_bounds(pipe.layers, pipe.virtual)]
+
+
+def _timeline(ops: list[Op], transfers: list[Transfer], ends: list[float],
+              updates: list[float], period: float, p: int, m: int, steps: int) -> Columns:
+    """The first step's spans (compute, send and recv, update, bubbles), then every step's:
+    the same rows, shifted by the step's start and number."""
+    cols = Columns(workers=p, shards=0, micros=m)
+    first: list[tuple] = [(o.rank, None, KIND[o.kind], 0, o.micro, None, o.start, o.end)
+                          for o in ops]
+    for tr in transfers:
+        first.append((tr.src, None, "send", 0, tr.micro, None, tr.start, tr.end))
+        first.append((tr.dst, None, "recv", 0, tr.micro, None, tr.start, tr.end))
+    busy: list[list[tuple[float, float]]] = [[] for _ in range(p)]
+    for o in ops:
+        busy[o.rank].append((o.start, o.end))
+    for r in range(p):
+        t = 0.0
+        for a, b in sorted(busy[r]):
+            if a > t:
+                first.append((r, None, "idle", 0, None, "bubble", t, a))
+            t = max(t, b)
+        if updates[r]:
+            first.append((r, None, "update", 0, None, None, ends[r], ends[r] + updates[r]))
+        if ends[r] + updates[r] < period:
+            first.append((r, None, "idle", 0, None, "bubble", ends[r] + updates[r], period))
+    codes = np.array([cols.code(w, s, k, st, mi, n) for w, s, k, st, mi, n, _, _ in first],
+                     dtype=float)
+    times = np.array([(a, b) for *_, a, b in first], dtype=float).reshape(-1, 2)
+    shift = np.arange(steps, dtype=float)[:, None]
+    rows = np.empty((steps, len(first), 3))
+    rows[:, :, 0] = codes[None, :] + shift * cols.step_unit
+    rows[:, :, 1] = times[None, :, 0] + shift * period
+    rows[:, :, 2] = times[None, :, 1] + shift * period
+    cols.rows.frombytes(rows.tobytes())
+    return cols
+
+
+def _train(pipe: Pipeline, ops: list[Op], lr: float, batch: int, steps: int, seed: int,
+           hidden: int, period: float) -> tuple[dict, list[Record], float]:
+    """Every step's arithmetic in the timed order; a Record (training loss, test accuracy)
+    after each flush."""
+    data = Digits.load(seed)
+    params = init_params(data.features, hidden, data.classes, seed, layers=pipe.layers)
+    start_loss = score(params, data)[0]
+    math_ = StageMath(params, pipe.virtual, data, pipe.microbatches, batch, lr)
+    actions = [Action(o.stage, o.kind, o.micro) for o in ops]
+    history = []
+    for t in range(steps):
+        math_.begin(t)
+        for a in actions:
+            math_(a)
+        math_.finish()
+        loss, acc = score(math_.params, data)
+        history.append(Record(period * (t + 1), loss, acc, 0, t + 1, None, t))
+    return dict(math_.params), history, start_loss
+

@@ -1,0 +1,116 @@
+"""The papers' numbers about pipeline schedules hold to the last digit on the virtual clock, at
+unit times over free links, on a seeded grid of (p, m): makespan, both bubble definitions,
+interleaving's bubble over v, ZB-H1's bubble, the activations each rank holds."""
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+
+import pslab
+from pslab.pipeline.clock import execute
+from pslab.pipeline.schedules import orders, rank_of
+
+GRID = [(p, m) for p in range(1, 9) for m in range(1, 33)]
+CASES = sorted(random.Random(30).sample(GRID, 40) + [(8, 32), (4, 8), (2, 2), (8, 8)])
+
+
+def run(schedule, p, m, v=1, times=(1, 1, 0), **kw):
+    """A timing-only run at unit times (F, B, W per rank) over free links."""
+    mode = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v, times=times,
+                          **kw)
+    return pslab.train(mode=mode, steps=2, numerics=False, cluster=pslab.Cluster.free())
+
+
+@pytest.mark.parametrize("p,m", CASES)
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_makespan_is_m_plus_p_minus_1_times_f_plus_b(schedule, p, m):
+    if schedule == "1f1b" and m < p:
+        pytest.skip("1f1b needs m >= p")
+    r = run(schedule, p, m, times=(1, 2, 0))
+    assert r.span == (m + p - 1) * 3
+    assert r.step_time == r.span and r.makespan == 2 * r.span  # free update, two steps
+    assert r.bubble_time == (p - 1) * 3
+
+
+@pytest.mark.parametrize("p,m", CASES)
+def test_both_bubble_definitions(p, m):
+    """GPipe's idle share (p-1)/(m+p-1) and Megatron's bubble over ideal time (p-1)/m: both
+    exact (as fractions of small integers, the floats are the same division)."""
+    r = run("gpipe", p, m)
+    assert r.bubble_share == pytest.approx(float(Fraction(p - 1, m + p - 1)), abs=1e-15)
+    assert r.bubble_ratio == (p - 1) / m
+
+
+def test_the_two_bubbles_differ_as_the_issue_says():
+    r = run("1f1b", 8, 32)
+    assert f"{r.bubble_share:.0%}" == "18%" and f"{r.bubble_ratio:.0%}" == "22%"
+
+
+@pytest.mark.parametrize("v", [2, 3, 4])
+@pytest.mark.parametrize("p,k", [(2, 1), (4, 1), (4, 2), (8, 1), (8, 4), (3, 3), (5, 2)])
+def test_interleaving_divides_the_bubble_by_v(p, k, v):
+    """Interleaved 1F1B with m a multiple of p: bubble (p-1)(F+B)/v, so (p-1)/(v·m) of the
+    ideal time (Narayanan et al. 2021, section 2.2). times are powers of two over v: exact."""
+    m = k * p
+    r = run("interleaved-1f1b", p, m, v, times=(v, v, 0))  # a chunk: F = B = 1
+    assert r.bubble_time == (p - 1) * 2 * v / v
+    assert r.bubble_ratio == (p - 1) / (v * m)
+    one = run("1f1b", p, m, times=(v, v, 0))
+    assert one.bubble_time == v * r.bubble_time
+
+
+@pytest.mark.parametrize("p,m", [(p, m) for p, m in CASES if m >= p and m % (m // p) == 0])
+def test_zb_h1_bubble_is_a_third_of_1f1bs(p, m):
+    """ZB-H1 (Qi et al. 2024): bubble (p-1)(F+B-W) with B the input half; F = B = W = 1 is a
+    third of 1F1B's (p-1)(F+B+W)."""
+    zb = run("zb-h1", p, m, times=(1, 2, 1))
+    one = run("1f1b", p, m, times=(1, 2, 1))
+    assert zb.bubble_time == (p - 1) * (1 + 1 - 1)
+    assert one.bubble_time == (p - 1) * 3 == 3 * zb.bubble_time
+
+
+@pytest.mark.parametrize("p,m", CASES)
+def test_activations_held_per_rank(p, m):
+    """GPipe holds all m micro-batches on every rank; 1F1B holds min(p - s, m) on rank s."""
+    assert run("gpipe", p, m).activations == [m] * p
+    if m >= p:
+        assert run("1f1b", p, m).activations == [min(p - s, m) for s in range(p)]
+
+
+def test_a_wrong_schedule_fails_the_claims():
+    """The tests above can fail: 1F1B with one forward too many in warm-up holds one more
+    activation, and GPipe with rank 0's backwards in reverse is no longer (m+p-1)(F+B)."""
+    p, m = 4, 8
+    lists = orders("1f1b", p, m)
+    wrong = [orders("gpipe", p, m)[0], *lists[1:]]
+    ops, _ = execute(wrong, rank_of("1f1b", p, 1), {(k, c): 1.0 for k in range(p)
+                                                    for c in "FB"}, 0.0, {}, 0.0)
+    held = [0] * p
+    peak = [0] * p
+    for o in sorted(ops, key=lambda o: (o.rank, o.start)):
+        held[o.rank] += 1 if o.kind == "F" else -1
+        peak[o.rank] = max(peak[o.rank], held[o.rank])
+    assert peak != [min(p - s, m) for s in range(p)]  # not 1F1B's memory
+    gpipe = orders("gpipe", p, m)  # rank 0 taking its backwards in reverse waits for the last
+    reverse = [[a for a in gpipe[0] if a.kind == "F"] + [a for a in reversed(gpipe[0])
+                                                          if a.kind == "B"], *gpipe[1:]]
+    ops, _ = execute(reverse, list(range(p)), {(k, c): 1.0 for k in range(p) for c in "FB"},
+                     0.0, {}, 0.0)
+    assert max(o.end for o in ops) != (m + p - 1) * 2
+
+
+def test_links_add_time_and_spans():
+    """Over real links the step grows by the transfers on the critical path, drawn as send
+    and recv spans; free links draw none."""
+    mode = pslab.Pipeline(stages=4, microbatches=8, schedule="1f1b", times=(1, 1, 0))
+    slow = pslab.train(mode=mode, steps=1, numerics=False, batch=16, hidden=32,
+                       cluster=pslab.Cluster(latency=0.5, bandwidth=float("inf"),
+                                             update_time=0))
+    free = run("1f1b", 4, 8)
+    assert slow.span > free.span
+    kinds = {s.kind for s in slow.timeline}
+    assert {"send", "recv", "forward", "backward", "idle"} <= kinds
+    assert not {"send", "recv"} & {s.kind for s in free.timeline}
+    assert all(s.note == "bubble" for s in slow.timeline if s.kind == "idle")
