@@ -40,12 +40,15 @@ _DEPTH_STEP[[ord("]"), ord("}")]] = -1
 _CHUNK = 1 << 20
 
 
-def write_atomic(path: str | Path, data: bytes | Callable[[Any], None]) -> None:
+def write_atomic(path: str | Path, data: bytes | Callable[[Any], None],
+                 new: bool = False) -> None:
     """Write `data` (bytes, or a function writing to a binary file) to `path` whole: a private
     temporary file in the same folder (created exclusively), flushed to disk, then renamed over
-    the target (a rename replaces a link planted there; it never writes through it). Any failure
-    (a full disk, a folder where the file should be, no permission) raises an OSError naming
-    `path` and leaves the old file as it was and no temporary file behind."""
+    the target (a rename replaces a link planted there; it never writes through it), or with
+    new=True linked in place only if nothing is there yet (FileExistsError otherwise, a link
+    included). Any other failure (a full disk, a folder where the file should be, no
+    permission) raises an OSError naming `path` and leaves the old file as it was and no
+    temporary file behind."""
     path = Path(path)
     fd, aside = None, None
     try:
@@ -59,8 +62,13 @@ def write_atomic(path: str | Path, data: bytes | Callable[[Any], None]) -> None:
                 f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(aside, path)
-        aside = None
+        if new:
+            os.link(aside, path)  # fails if anything, even a dangling link, is at path
+        else:
+            os.replace(aside, path)
+            aside = None
+    except FileExistsError:
+        raise
     except OSError as error:
         raise OSError(error.errno, f"could not write {path}: {error.strerror or error}") from error
     finally:
@@ -192,21 +200,23 @@ def parse_json(blob: bytes | str, where: str, depth: int = MAX_DEPTH) -> Any:
         raise ValueError(f"{where}: not JSON ({str(error)[:80]})") from None
 
 
-def check_shape(value: Any, kind: type, where: str) -> Any:
+def check_shape(value: Any, kind: Any, where: str, field: str = "") -> Any:
     """`value` (plain values) as `kind`, a msgspec type (Struct, list[...], Literal, Annotated
     with Meta bounds), strictly: missing or unknown keys, a wrong type (a bool where an int
-    goes, "8"), a number out of range: a ValueError naming `where` and the field."""
+    goes, "8"), a number out of range: a ValueError naming `where` and the field (its path
+    inside `value`, after `field`)."""
     try:
         return msgspec.convert(value, kind, strict=True)
     except msgspec.ValidationError as error:
-        raise ValueError(f"{where}: {_field_first(str(error))}") from None
+        raise ValueError(f"{where}: {_field_first(str(error), field)}") from None
 
 
-def _field_first(message: str) -> str:
-    """msgspec's "Expected `int`, got `str` - at `$.state.seq`" as "state.seq: expected ..."."""
-    what, _, field = message.partition(" - at `$")
-    field = field.rstrip("`").lstrip(".")
-    return f"field {field}: {what[0].lower()}{what[1:]}" if field else what
+def _field_first(message: str, prefix: str) -> str:
+    """msgspec's "Expected `int`, got `str` - at `$.state.seq`" as "field state.seq: expected
+    ..." ("Object missing required field `events` - at `$.state`": "field state: object ...")."""
+    what, _, path = message.partition(" - at `$")
+    path = (prefix + path.rstrip("`")).lstrip(".")
+    return f"field {path}: {what[0].lower()}{what[1:]}" if path else what
 
 
 # --- safetensors files: a JSON header and raw float32 bytes ---------------------------------

@@ -9,7 +9,8 @@ import time
 import pytest
 
 import pslab
-from pslab.processes.report import Report, read_file
+from pslab.processes.report import Report, start_file
+from pslab.processes.rankfile import read_rank
 from pslab.processes.torchrun import load_run
 from pslab.timeline import Span
 
@@ -31,33 +32,48 @@ def test_a_crafted_run_folder_runs_no_code(tmp_path):
     with pytest.raises(ValueError, match="job.json is not a pslab torchrun job"):
         load_run(tmp_path)
     (tmp_path / "job.json").write_text(json.dumps(
-        dict(format="pslab-torchrun-job-1", argv=["--mode", "bogus", "--out", "x"])))
+        dict(format="pslab-torchrun-job-2", argv=["--mode", "bogus", "--out", "x"], run="r")))
     with pytest.raises(ValueError, match="names no|mode must be|command line pslab cannot run"):
         load_run(tmp_path)
-    (tmp_path / "rank0.jsonl").write_bytes(pickle.dumps(Planted(marker)))
-    assert list(read_file(tmp_path / "rank0.jsonl")) == []  # not JSON: nothing read
+    (tmp_path / "rank0.jsonl").write_bytes(pickle.dumps(Planted(marker)) + b"\n")
+    with pytest.raises(ValueError, match="rank0.jsonl line 1"):  # not JSON: refused by name
+        read_rank(tmp_path / "rank0.jsonl", job(), 0, "r")
     assert not marker.exists()
+
+
+def job():
+    from pslab.processes.torchrun import parse
+    return parse(["--shards", "1", "--workers", "1", "--out", "x"])[0]
 
 
 def test_a_rank_report_file_round_trips_as_json_lines(tmp_path):
     import numpy as np
 
     path = tmp_path / "rank0.jsonl"
+    start_file(path, ("start", dict(rank=0, run="r")))
     report = Report(path=path)
-    keys = np.arange(6, dtype=np.float32).reshape(2, 3)
-    report.hold("spans", [Span(1, 0, "fetch", 0.5, 1.25, 3)])
-    report("update", dict(shard=0, version=4, keys=keys))
+    keys = np.arange(2410, dtype=np.float32)  # shard 0 of one: the whole model
+    report.hold("spans", [Span(None, 0, "fetch", 0.5, 1.25, 1)])
+    report("update", dict(shard=0, version=1, start=1.0, time=1.5, staleness=0, step=0,
+                          keys=keys, worker=None))
     report("done", dict(rank=0))
     report.close()
     with open(path, "a") as f:
         f.write('["spans", [[1, 0, "push"')  # a killed rank's half-written last line
-    got = list(read_file(path))
+    got = read_rank(path, job(), 0, "r")
     assert [k for k, _ in got] == ["spans", "update", "done"]
-    assert got[0][1] == [Span(1, 0, "fetch", 0.5, 1.25, 3)]
+    assert got[0][1] == [Span(None, 0, "fetch", 0.5, 1.25, 1)]
     assert got[1][1]["keys"].dtype == np.float32 and (got[1][1]["keys"] == keys).all()
-    with open(path, "w") as f:  # an array of objects would need pickles: refused
-        f.write(json.dumps(["update", {"keys": {"array": "", "dtype": "|O", "shape": [0]}}]))
-    assert list(read_file(path)) == []
+    with open(path, "a") as f:  # once another line follows, the half line is refused
+        f.write("\n")
+    with pytest.raises(ValueError, match="rank0.jsonl line 4"):
+        read_rank(path, job(), 0, "r")
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:3] + [json.dumps(  # an array of objects: refused
+        ["update", dict(shard=0, version=2, start=1.0, time=1.5, staleness=0, step=0,
+                        worker=None, keys={"array": "", "dtype": "|O", "shape": [0]})])]) + "\n")
+    with pytest.raises(ValueError, match="rank0.jsonl line 4: field update.keys.dtype"):
+        read_rank(path, job(), 0, "r")
 
 
 def test_a_process_checkpoint_that_cannot_be_written_stops_the_run_at_once(tmp_path):

@@ -5,19 +5,22 @@ timeline spans), "update" (one shard update, with the shard's new keys), "error"
 about to stop) and "done". Sent as they happen, so when a process dies or the run is stopped
 nothing already measured is lost. From a notebook they go down one pipe per process (a pipe has
 no lock to leave held by a killed process, unlike a queue); under torchrun, to one file per rank,
-one JSON line per message (plain data: reading a rank's file runs no code; arrays as base64).
+one JSON line per message (plain data: reading a rank's file runs no code; arrays as base64;
+rankfile.py reads them back). A rank's file is created new by `start_file` (never through a
+link, never over an older file, so two runs never share one) and only appended to after.
 """
 from __future__ import annotations
 
 import base64
 import json
+import os
+import stat
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from ..timeline import Span
 
 
 class Report:
@@ -27,7 +30,7 @@ class Report:
 
     def __init__(self, conn: Any = None, path: str | Path | None = None):
         self._conn = conn
-        self._file = open(path, "a", encoding="utf-8") if path is not None else None
+        self._file = _append_to(path) if path is not None else None
         self._lock = threading.Lock()
         self._closed = False
         self._held: list[tuple[str, Any]] = []
@@ -60,19 +63,25 @@ class Report:
                 self._file.close()
 
 
-def read_file(path: str | Path) -> Iterator[tuple[str, Any]]:
-    """The messages of one rank's file, up to the last complete one (a killed rank may have
-    left half a message at the end). A line that is not such a message ends the reading."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                kind, payload = json.loads(line, object_hook=_unplain)
-            except (ValueError, TypeError):
-                return
-            if kind == "batch" and not isinstance(payload, list):
-                return
-            for k, p in unbatch((kind, payload)):
-                yield k, ([Span(*s) for s in p] if k == "spans" else p)
+def start_file(path: str | Path, first: tuple[str, Any]) -> None:
+    """Create a rank's report file, new (O_EXCL: an existing file, or a link planted at the
+    path, is refused with an OSError), holding its `first` message; permissions from the
+    umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(_plain(first), allow_nan=True) + "\n")
+
+
+def _append_to(path: str | Path):
+    """The report file `start_file` made, opened to append (never through a link; a file that
+    is no longer this user's own regular file is refused)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid():
+        os.close(fd)
+        raise OSError(f"{path} is no longer the report file this rank made")
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def _plain(value: Any) -> Any:
@@ -84,16 +93,6 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    return value
-
-
-def _unplain(value: dict) -> Any:
-    if set(value) == {"array", "dtype", "shape"}:
-        dtype = np.dtype(value["dtype"])
-        if dtype.kind not in "fiub":  # numbers only: an object dtype would mean pickles
-            raise ValueError(f"not a number array: {dtype}")
-        raw = base64.b64decode(value["array"])
-        return np.frombuffer(raw, dtype=dtype).reshape(value["shape"]).copy()
     return value
 
 

@@ -12,19 +12,29 @@ someone else wrote runs no code of theirs.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
 from pathlib import Path
 
+from typing import Literal
+
+from msgspec import Struct
+
+from ..checks import integer, number
+from ..data import dataset_size
+from ..files import check_shape, parse_json, read_small, write_atomic
+from ..limits import check_fits
 from ..modes import SSP, Backup, SoftSync, policy_for
 from ..result import Run
+from ..simulate import make_layout
 from .child import main as play
 from .job import Job, make_job
 from .measured import assemble
 from .options import check_options
-from .report import read_file
-from ..files import write_atomic
+from .rankfile import read_rank
+from .report import start_file
 
 
 def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
@@ -46,12 +56,31 @@ def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
     a = p.parse_args(argv)
     mode = parse_mode(a.mode)
     shards = int(a.shards) if a.shards.isdigit() else a.shards
+    check_flags(a, policy_for(mode), shards)
     options = check_options("processes", a.workers, a.steps, time_scale=a.time_scale,
                             timeout=a.timeout, address=a.address, transfers=a.transfers)
     config = dict(workers=a.workers, accumulate=a.accumulate, lr=a.lr, batch=a.batch,
                   steps=a.steps, shards=shards, seed=a.seed, hidden=a.hidden)
     return make_job(policy_for(mode), dict(config, cluster=cluster_from(a.cluster)),
                     options), Path(a.out)
+
+
+def check_flags(a: argparse.Namespace, policy, shards: int | str) -> None:
+    """The flags' values as train checks its arguments, each refused by its flag's name before
+    any work (a Usage error: one line, exit code 2), the run's memory included."""
+    try:
+        for flag in ("workers", "steps", "accumulate", "hidden"):
+            integer(f"--{flag}", getattr(a, flag))
+        integer("--batch", a.batch, high=dataset_size())
+        integer("--seed", a.seed, low=0, high=2**64 - 1)
+        number("--lr", a.lr, positive=True)
+        policy.check(a.workers, a.steps)
+        layout = make_layout(shards, a.hidden)
+        check_fits(workers=a.workers, steps=a.steps, accumulate=a.accumulate,
+                   shards=layout.shards, keys=layout.size, batch=a.batch, hidden=a.hidden,
+                   numerics=True, updates=a.workers * a.steps // policy.aggregate(a.workers))
+    except ValueError as error:
+        raise Usage(str(error)) from None
 
 
 def cluster_from(text: str):
@@ -101,7 +130,7 @@ def parse_mode(text: str):
     return text  # train names anything else it does not know
 
 
-JOB_FORMAT = "pslab-torchrun-job-1"
+JOB_FORMAT = "pslab-torchrun-job-2"  # 2: a run token, in job.json and every rank file
 
 
 PROG = "python -m pslab.processes"
@@ -123,21 +152,43 @@ def run_rank(argv: list[str] | None = None) -> None:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     out.mkdir(parents=True, exist_ok=True)
-    if rank == 0:
-        write_atomic(out / "job.json",
-                     json.dumps(dict(format=JOB_FORMAT, argv=without_address(argv))).encode())
+    run = run_token(argv)
+    try:
+        if rank == 0:
+            write_atomic(out / "job.json", json.dumps(dict(
+                format=JOB_FORMAT, argv=without_address(argv), run=run)).encode(), new=True)
+        start_file(out / f"rank{rank}.jsonl", ("start", dict(rank=rank, run=run)))
+    except FileExistsError as error:
+        print(f"{PROG}: error: --out {out} already holds {Path(error.filename).name}: give "
+              f"each run a folder of its own", file=sys.stderr)
+        raise SystemExit(2) from None
     play(job, rank, None, str(out / f"rank{rank}.jsonl"))
 
 
+def run_token(argv: list[str]) -> str:
+    """One launch's token, the same on every rank: torchrun's run id, its rendezvous address,
+    port and restart count, and the command line (less --address, each host's own)."""
+    parts = [os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR",
+                                             "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT")]
+    return hashlib.sha256("\0".join(parts + without_address(argv)).encode()).hexdigest()[:16]
+
+
 def load_run(folder: str | Path) -> Run:
-    """The Run of a torchrun launch, from the report files its ranks wrote into `folder`."""
-    job = read_job(folder)
-    spans, updates, pushes, errors, done = [], [], [], [], 0
+    """The Run of a torchrun launch, from the report files its ranks wrote into `folder`, each
+    checked (rankfile.read_rank) before any value is used; a ValueError naming the file, the
+    line and the field otherwise."""
+    job, run = read_job(folder)
+    spans, updates, pushes, errors, done, seen = [], [], [], [], 0, set()
     for rank in range(job.world):
-        for kind, payload in read_file(Path(folder) / f"rank{rank}.jsonl"):
+        path = Path(folder) / f"rank{rank}.jsonl"
+        for kind, payload in read_rank(path, job, rank, run):
             if kind == "spans":
                 spans.extend(payload)
             elif kind == "update":
+                if (payload["shard"], payload["version"]) in seen:
+                    raise ValueError(f"{path}: field update.version: shard "
+                                     f"{payload['shard']}'s update {payload['version']} twice")
+                seen.add((payload["shard"], payload["version"]))
                 updates.append(payload)
             elif kind == "push":
                 pushes.append(payload)
@@ -163,24 +214,34 @@ def without_address(argv: list[str]) -> list[str]:
     return out
 
 
-def read_job(folder: str | Path) -> Job:
-    """The Job of a run folder, rebuilt from the command line its job.json holds (checked as
-    the ranks checked it); a ValueError naming the folder for anything else."""
+class JobFile(Struct, forbid_unknown_fields=True):
+    """job.json: the command line every rank ran, and the run's token."""
+    format: Literal[JOB_FORMAT]
+    argv: list[str]
+    run: str
+
+
+JOB_LIMIT = 1 << 20  # bytes: a command line, with a --cluster table of durations at most
+
+
+def read_job(folder: str | Path) -> tuple[Job, str]:
+    """(Job, run token) of a run folder, the Job rebuilt from the command line its job.json
+    holds (checked as the ranks checked it); a ValueError naming the file for anything else."""
     if not isinstance(folder, (str, os.PathLike)):
         raise TypeError(f"folder must be a str or pathlib.Path (got {folder!r})")
     path = Path(folder) / "job.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ValueError(f"{folder} is not a pslab torchrun run folder: it has no job.json")
+    what = f"a pslab torchrun job ({JOB_FORMAT})"
+    blob = read_small(path, what, JOB_LIMIT)
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        saved = None
-    argv = saved.get("argv") if isinstance(saved, dict) else None
-    if saved is None or saved.get("format") != JOB_FORMAT or not isinstance(argv, list) \
-            or not all(isinstance(a, str) for a in argv):
-        raise ValueError(f"{path} is not a pslab torchrun job ({JOB_FORMAT})")
+        blob.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not {what}: not UTF-8 text") from None
+    saved = check_shape(parse_json(blob, f"{path} is not {what}"), JobFile,
+                        f"{path} is not {what}")
     try:
-        return parse(argv)[0]
+        return parse(saved.argv)[0], saved.run
     except (ValueError, SystemExit) as error:  # SystemExit: --help or --version in it
         raise ValueError(f"{path} holds a command line pslab cannot run ({error}): "
-                         f"{argv}") from None
+                         f"{saved.argv}") from None
