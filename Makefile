@@ -3,6 +3,7 @@
 #   make present  install, then the dashboards as an app (Voila), without the exercise cells
 #   make test   install (Python and Debian packages), then run every test: pytest on tests/
 #               and pytest --nbval on notebooks/
+#   make docs   install, then build the documentation site into docs/_build/html (offline)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := texlive-latex-base texlive-latex-recommended texlive-latex-extra \
@@ -16,7 +17,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 LAB_ARGS ?=
 export TORCH_INDEX  # a CUDA wheel index for tools/install_torch.py (see README)
 
-.PHONY: install system lab present test demo figures screenshots
+.PHONY: install system lab present test demo figures screenshots docs
 
 install: $(VENV)/.installed
 
@@ -54,6 +55,14 @@ present: install
 screenshots: install system
 	rm -rf out/shots && PSLAB_BROWSER_SHOTS=out/shots $(PY) -m pytest -q tests/test_notebooks_browser.py
 	mkdir -p docs/screenshots && cp out/shots/*_1024.png out/shots/*_1024_full.png docs/screenshots/
+
+# The documentation site (docs/conf.py: Sphinx, MyST-NB, sphinx-book-theme): the teacher's guide,
+# the notebooks with their saved outputs (not run), the API reference from the docstrings and the
+# benchmark tables; offline, into docs/_build/html (git-ignored). tests/test_docs_site.py builds
+# it with warnings as errors and opens every page in Chromium.
+docs: install
+	$(PY) -m sphinx -b html -q docs docs/_build/html
+	@echo "the site: $(CURDIR)/docs/_build/html/index.html"
 
 demo: install
 	$(PY) -m pslab demo
