@@ -112,3 +112,13 @@ def test_measure_in_turn_runs_each_function_once_a_round():
     assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-ups, then one of each per round
     assert set(times) == {"a", "b"}
     assert all(t["runs"] == 3 and t["min"] <= t["median"] <= t["max"] for t in times.values())
+
+
+def test_pipeline_bench_rows_time_what_they_say():
+    """bench/pipeline_speed.py's big run is 8 x 64 x 100 and its rows carry goals and met."""
+    from bench import pipeline_speed
+
+    run = pipeline_speed.big("1f1b", 1)
+    assert (run.workers, run.pipeline.microbatches, run.updates) == (8, 64, 100)
+    share, ratio, held, spans = pipeline_speed.slider()
+    assert 0 < share < ratio and held == [8, 7, 6, 5, 4, 3, 2, 1] and spans > 0
