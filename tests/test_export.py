@@ -75,3 +75,18 @@ def test_tikz_refuses_what_it_cannot_draw_by_name(kwargs, name):
     with pytest.raises(ValueError, match=name):
         pslab.tikz([run, run], **kwargs)
     assert pslab.tikz([run, run], labels=["one", "two"]).count("node[anchor=west") >= 2
+
+
+def test_labels_with_tex_specials_compile(tmp_path):
+    """A label is typeset as typed: every TeX special escaped, so pdflatex compiles it."""
+    if not tex_available(svg=False):
+        if os.environ.get("CI"):
+            pytest.fail("pdflatex is missing in CI: the TikZ export must be checked there")
+        pytest.skip("pdflatex not installed")
+    run = pslab.train(mode="sync", workers=2, steps=2, numerics=False)
+    labels = ["lr 10^-3 C:\\runs\\new ~ _ % & # $ {} \\\\ \\end{document}", "50% ^_^ ~/x"]
+    doc = tikz([run, run], tmp_path / "specials.tex", labels=labels)
+    assert "\\end{document}" not in doc.split("\\begin{document}")[1].rsplit(
+        "\\end{document}", 1)[0]
+    out = compile_tex(tmp_path / "specials.tex", tmp_path / "out", svg=False)
+    assert out["pdf"].stat().st_size > 1000

@@ -15,17 +15,12 @@ from ..checks import flag, number, run_labels
 from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
 from ..result import Run, as_runs
-from .tex import style_preamble
+from .tex import escape as _esc, style_preamble  # _esc: nas/tikz.py's too
 from ..files import write_atomic
 
 ROW = 0.55  # cm per timeline row
 WIDEST = 500.0  # cm: TeX's largest dimension is 575 cm (16383 pt)
 CHAR_CM = 0.13  # width of one \tiny character (generous), to decide which blocks get a label
-_ESC = {c: "\\" + c for c in "&%$#_{}"}
-
-
-def _esc(text: str) -> str:
-    return "".join(_ESC.get(c, c) for c in text)
 
 
 def _num(x: float) -> str:

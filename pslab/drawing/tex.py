@@ -20,10 +20,14 @@ from pslab.palette import EVERY_KIND, LABELS, PALETTES, ROLE_LABELS, ROLES, TEX_
 
 FIGURES_DIR = Path(__file__).resolve().parents[2] / "figures"  # the repository's figures/
 STYLE_FILE = FIGURES_DIR / "pslab-style.tex"
-_SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {"~": r"\textasciitilde{}", "^": r"\^{}"}
+_SPECIAL = {c: "\\" + c for c in "&%$#_{}"} | {"~": r"\textasciitilde{}",
+                                                "^": r"\textasciicircum{}",
+                                                "\\": r"\textbackslash{}"}
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
+    """`text` as TeX typesets it literally (a label a student types: `lr 10^-3`,
+    `C:\\runs\\new`): its special characters \\ { } $ & # ^ _ ~ % escaped."""
     return "".join(_SPECIAL.get(c, c) for c in text)
 
 
@@ -60,9 +64,9 @@ def style_preamble() -> str:
     for palette, labels in LABELS.items():
         for kind in EVERY_KIND:
             out.append(f"\\expandafter\\def\\csname pslab@kind@{TEX_PREFIX[palette]}@{kind}"
-                       f"\\endcsname{{{_escape(labels[kind])}}}")
+                       f"\\endcsname{{{escape(labels[kind])}}}")
     for role, text in ROLE_LABELS.items():
-        out.append(f"\\expandafter\\def\\csname pslab@role@{role}\\endcsname{{{_escape(text)}}}")
+        out.append(f"\\expandafter\\def\\csname pslab@role@{role}\\endcsname{{{escape(text)}}}")
     return "\n".join(out) + "\n"
 
 
