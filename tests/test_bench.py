@@ -121,4 +121,4 @@ def test_pipeline_bench_rows_time_what_they_say():
     run = pipeline_speed.big("1f1b", 1)
     assert (run.workers, run.pipeline.microbatches, run.updates) == (8, 64, 100)
     share, ratio, held, spans = pipeline_speed.slider()
-    assert 0 < share < ratio and held == [8, 7, 6, 5, 4, 3, 2, 1] and spans > 0
+    assert 0 < share < 1 and ratio > 0 and held == [8, 7, 6, 5, 4, 3, 2, 1] and spans > 0

@@ -13,7 +13,8 @@ from .mode import Pipeline
 from .result import PipelineRun
 from .simulated import simulate_pipeline
 
-BACKENDS = ("simulated",)
+BACKENDS = ("simulated", "processes")
+ON_PROCESSES = ("timeout", "kill", "hang")  # train's process options a pipeline takes
 
 
 def train_pipeline(pipe: Pipeline, *, lr: float, batch: int, steps: int, seed: int,
@@ -41,12 +42,33 @@ def train_pipeline(pipe: Pipeline, *, lr: float, batch: int, steps: int, seed: i
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))} for a "
                          f"Pipeline (got {backend!r})")
+    processes = backend == "processes"
     for name, value in unused.items():
-        if value not in (None, False):
-            raise ValueError(f"{name} does not apply to a Pipeline on the virtual clock "
+        if value not in (None, False) and not (processes and name in ON_PROCESSES):
+            where = "on processes (timeout, kill and hang do)" if processes else \
+                "on the virtual clock"
+            raise ValueError(f"{name} does not apply to a Pipeline {where} "
                              f"(got {name}={value!r})")
+    if processes:
+        return _on_processes(pipe, lr, batch, steps, seed, hidden, numerics, unused)
     keys = sum(hidden * (64 if j == 0 else hidden) + hidden for j in range(pipe.layers - 1))
     check_fits(workers=pipe.stages, steps=steps, accumulate=pipe.microbatches * 3,
                shards=1, keys=keys + 10 * hidden + 10, batch=batch * pipe.microbatches,
                hidden=hidden * pipe.layers, numerics=numerics, updates=steps)
     return simulate_pipeline(pipe, lr, batch, steps, seed, cluster, numerics, hidden)
+
+
+def _on_processes(pipe: Pipeline, lr: float, batch: int, steps: int, seed: int, hidden: int,
+                  numerics: bool, given: dict[str, Any]) -> PipelineRun:
+    """One OS process per rank on PyTorch's pipelining (loaded on first use: pslab stays
+    light); at most 16 ranks, steps 1 to 10^5, timeout seconds of silence (default 10)."""
+    if not numerics:
+        raise ValueError("numerics=False only applies to backend='simulated'")
+    integer("stages (one process each on backend='processes')", pipe.stages, high=16)
+    integer("steps", steps, high=10**5)
+    timeout = 10.0 if given["timeout"] is None else number(
+        "timeout (seconds)", given["timeout"], positive=True, high=86400)
+    from .processes import train_processes
+
+    return train_processes(pipe, lr, batch, steps, seed, hidden, timeout, given["kill"],
+                           given["hang"])

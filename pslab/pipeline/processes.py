@@ -1,0 +1,177 @@
+"""A pipelined run on real OS processes: PyTorch's torch.distributed.pipelining (PipelineStage
+and its schedule classes) on gloo, CPU only, one process per rank.
+
+Each process builds its virtual stages from the run's seed (the same layers as the simulation,
+as torch modules), and every step feeds the same micro-batches (Digits.minibatch of one
+worker) through PyTorch's schedule, whose action lists are pslab's (tests/test_pipeline_torch
+.py). PyTorch sums each micro-batch's gradient in autograd, divides by m (scale_grads) and
+SGD steps: the simulation's weights to float round-off. Each action is timed around the
+stage's own forward_one_chunk / backward_one_chunk / backward_weight_one_chunk, on the
+processes' shared monotonic clock: the measured timeline, drawn beside the simulated one.
+Starting, watching and cleaning up (a dead or silent rank named in a ProcessFailure, nothing
+left behind) is pslab/processes/group.py, as for FSDP2.
+"""
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+
+import torch
+
+from ..data import Digits
+from ..files import load_tensors, save_tensors
+from ..model import init_params, layer_names, score, shapes
+from ..processes.group import Finished, Member, group
+from ..processes.options import check_faults
+from ..timeline import Record, Span
+from .mode import Pipeline
+from .result import PipelineRun
+from .schedules import rank_of
+from .stages import layer_bounds
+
+TORCH = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
+         "interleaved-1f1b": "ScheduleInterleaved1F1B", "looped-bfs": "ScheduleLoopedBFS",
+         "zb-h1": "ScheduleInterleavedZeroBubble", "zbv": "ScheduleZBVZeroBubble"}
+MOST_RANKS = 16  # processes on one machine
+KIND = {"forward_one_chunk": "forward", "backward_weight_one_chunk": "backward-weight"}
+
+
+class StageModule(torch.nn.Module):
+    """Layers [lo, hi) of the MLP: tanh after every hidden layer, the logits out of the last."""
+
+    def __init__(self, params: dict, names: list[tuple[str, str]], lo: int, hi: int):
+        super().__init__()
+        self.last = hi == len(names)
+        self.layers = torch.nn.ModuleList()
+        self.names = names[lo:hi]
+        for w, b in self.names:
+            layer = torch.nn.Linear(params[w].shape[1], params[w].shape[0])
+            with torch.no_grad():
+                layer.weight.copy_(params[w])
+                layer.bias.copy_(params[b])
+            self.layers.append(layer)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for j, layer in enumerate(self.layers):
+            x = layer(x)
+            if not (self.last and j == len(self.layers) - 1):
+                x = torch.tanh(x)
+        return x
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        return {name: t.detach().clone() for (w, b), layer in zip(self.names, self.layers)
+                for name, t in ((w, layer.weight), (b, layer.bias))}
+
+
+def train_processes(pipe: Pipeline, lr: float, batch: int, steps: int, seed: int, hidden: int,
+                    timeout: float, kill: dict[int, int] | None,
+                    hang: dict[int, int] | None) -> PipelineRun:
+    """Run `pipe` on pipe.stages processes; returns the measured PipelineRun."""
+    faults = {name: check_faults(name, given, pipe.stages, steps)
+              for name, given in (("kill", kill), ("hang", hang))}
+    settings = (pipe.plain(), steps, seed, batch, lr, hidden)
+    config = dict(mode=pipe.name, workers=pipe.stages, accumulate=pipe.microbatches, lr=lr,
+                  batch=batch, steps=steps, seed=seed, hidden=hidden, backend="processes",
+                  pipeline=pipe.plain())
+    with group(_rank, settings, pipe.stages, pipe.name, timeout, partial=lambda done: _assemble(
+            done, config, pipe, complete=False), **faults) as done:
+        return _assemble(done, config, pipe, complete=True)
+
+
+def _assemble(done: Finished, config: dict, pipe: Pipeline, complete: bool) -> PipelineRun:
+    """The Run from the ranks' reports and their last kept weights."""
+    weights: dict[str, torch.Tensor] = {}
+    last = None
+    for r in range(pipe.stages):
+        meta, tensors = load_tensors(os.path.join(done.folder, f"stage{r}.safetensors"),
+                                     "weights")
+        last = meta["step"] if last is None else min(last, meta["step"])
+        weights.update(tensors)
+    spans = [Span(rank, None, kind, a, b, step, micro)
+             for rank, mine in enumerate(done.spans) for kind, a, b, step, micro in mine]
+    t0 = min(s.start for s in spans)
+    spans = sorted((s._replace(start=s.start - t0, end=s.end - t0) for s in spans),
+                   key=lambda s: s.start)
+    history = [Record(max(s.end for s in spans if s.step == k), *done.scores[k], 0, k + 1,
+                      None, k) for k in range(last + 1) if k in done.scores]
+    order = list(shapes(64, config["hidden"], 10, pipe.layers))
+    return PipelineRun(config=config, timeline=spans, history=history,
+                       weights={k: weights[k] for k in order}, makespan=spans[-1].end
+                       if spans else 0.0, complete=complete, pipeline=pipe)
+
+
+def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, seed: int,
+          batch: int, lr: float, hidden: int) -> None:
+    import torch.distributed as dist
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining import schedules
+
+    torch.set_num_threads(1)
+    pipe = Pipeline(**plain)
+    rank, p, m = member.rank, pipe.stages, pipe.microbatches
+    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
+                            world_size=p, timeout=timedelta(seconds=3 * timeout + 30))
+    try:
+        data = Digits.load(seed)
+        params = init_params(data.features, hidden, data.classes, seed, layers=pipe.layers)
+        names = layer_names(params)
+        where = rank_of(pipe.schedule, p, pipe.chunks)
+        mine = [k for k in range(pipe.virtual) if where[k] == rank]
+        bounds = layer_bounds(pipe.layers, pipe.virtual)
+        modules = {k: StageModule(params, names, *bounds[k]) for k in mine}
+        spans: list = []
+        step_now = [0]
+        stages = [_timed(PipelineStage(modules[k], k, pipe.virtual, torch.device("cpu")),
+                         spans, step_now) for k in mine]
+        cls = getattr(schedules, TORCH[pipe.schedule])
+        single = issubclass(cls, schedules.PipelineScheduleSingle)
+        loss = torch.nn.functional.cross_entropy
+        schedule = cls(stages[0] if single else stages, m, loss_fn=loss)
+        opt = torch.optim.SGD([q for mod in modules.values() for q in mod.parameters()], lr=lr)
+        member.say("ready")
+        dist.barrier()
+        for step in range(steps):
+            member.starting(step)
+            step_now[0] = step
+            rows = [data.minibatch(step, 0, i, 1, m, batch) for i in range(m)]
+            x = torch.cat([r[0] for r in rows])
+            y = torch.cat([r[1] for r in rows])
+            args = (x,) if 0 in mine else ()
+            target = y if pipe.virtual - 1 in mine else None
+            schedule.step(*args, target=target)
+            opt.step()
+            opt.zero_grad()
+            kept = {}
+            for mod in modules.values():
+                kept.update(mod.weights())
+            save_tensors(os.path.join(folder, f"stage{rank}.safetensors"), kept, {"step": step})
+            dist.barrier()  # every rank's weights of this step on disk
+            if rank == 0:
+                whole: dict[str, torch.Tensor] = {}
+                for r in range(p):
+                    whole.update(load_tensors(os.path.join(folder, f"stage{r}.safetensors"),
+                                              "weights")[1])
+                member.say("scored", step=step, score=score(whole, data))
+            dist.barrier()
+            member.finished(step, spans[:])
+            spans.clear()
+    finally:
+        dist.destroy_process_group()
+
+
+def _timed(stage, spans: list, step_now: list):
+    """The stage with its three compute methods timed: (kind, start, end, step, micro)."""
+    for method in ("forward_one_chunk", "backward_one_chunk", "backward_weight_one_chunk"):
+        inner = getattr(stage, method)
+
+        def timed(micro, *args, _inner=inner, _method=method, **kwargs):
+            a = time.monotonic()
+            out = _inner(micro, *args, **kwargs)
+            kind = KIND.get(_method) or ("backward" if kwargs.get("full_backward", True)
+                                         else "backward-input")
+            spans.append((kind, a, time.monotonic(), step_now[0], int(micro)))
+            return out
+
+        setattr(stage, method, timed)
+    return stage
