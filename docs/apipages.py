@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 # Public modules beyond those that pslab.__all__ names (any that is gone is skipped).
-MODULES = ["pslab.processes", "pslab.nas", "pslab.classic", "pslab.replay", "pslab.zero",
+MODULES = ["pslab.processes", "pslab.nas", "pslab.classic", "pslab.pipeline", "pslab.replay", "pslab.zero",
            "pslab.drawing.plot", "pslab.notebook.quiz", "pslab.notebook.widgets",
            "pslab.settings", "pslab.options", "pslab.notebook.dashboard"]
 
