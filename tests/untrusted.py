@@ -22,23 +22,24 @@ def write_checkpoint(path, meta, tensors):
     path.write_bytes(st_save(tensors, metadata={"pslab": json.dumps(meta, allow_nan=True)}))
 
 
-def refused_or_valid(load, path, seconds=1.0, megabytes=64):
+def refused_or_valid(load, path, seconds=1.0, megabytes=64, wall=10.0):
     """Run load(); it must return or raise a ValueError naming `path`'s file, within `seconds`
-    and with at most `megabytes` of new Python allocations (tracemalloc's peak: torch tensors'
-    own buffers are made with numpy/torch allocators, which tracemalloc also follows for
-    bytearrays read from the file). Returns the exception or None."""
+    of this process's CPU time (the machine may be loaded: CPU time is what the load costs) and
+    `wall` seconds of wall time (a blocked read uses no CPU), with at most `megabytes` of new
+    Python allocations at the peak (tracemalloc: bytes read from a file are counted).
+    Returns the exception or None."""
     tracemalloc.start()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         load()
         error = None
     except ValueError as caught:
         error = caught
     finally:
-        took = time.perf_counter() - started
+        took, used = time.perf_counter() - started, time.process_time() - cpu
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert took < seconds, f"{took:.2f} s: {error}"
+    assert used < seconds and took < wall, f"{used:.2f} s CPU, {took:.2f} s: {error}"
     assert peak < megabytes * 2**20, f"{peak / 2**20:.0f} MB: {error}"
     if error is not None:
         assert str(path.name) in str(error), f"does not name the file: {error}"
