@@ -180,3 +180,50 @@ def test_a_run_folder_mutated_field_by_field(folder, tmp_path, data):
     (out / name).write_text(text)
     error = refused_or_valid(lambda: load_run(out), out / name)
     event("refused" if error else "a valid run")
+
+
+class Started(Exception):
+    """The resumed run got as far as starting its processes: every check passed."""
+
+
+@pytest.fixture(scope="module")
+def process_checkpoint(tmp_path_factory):
+    """A real process checkpoint: sync rounds on 2 shards and 2 workers, written every round."""
+    path = tmp_path_factory.mktemp("made") / "server.ckpt"
+    pslab.train(mode="sync", workers=2, steps=3, backend="processes", timeout=30,
+                checkpoint=Checkpoint(path))
+    meta, tensors = read_checkpoint(path)
+    meta["step"] = meta["updates"] = 1  # as if stopped after round 0: resumable
+    return meta, tensors, sorted(set(paths(meta)))
+
+
+@FAST
+@given(data=st.data())
+def test_a_process_checkpoint_mutated_field_by_field(process_checkpoint, tmp_path, monkeypatch,
+                                                     data):
+    from safetensors.torch import save
+
+    from pslab.processes import launcher
+
+    def started(self):
+        raise Started
+
+    monkeypatch.setattr(launcher.Launch, "run", started)
+    meta, tensors, where = process_checkpoint
+    if data.draw(st.booleans()):
+        meta = mutate(meta, data.draw(st.sampled_from(where)),
+                      data.draw(st.sampled_from(["replace", "replace", "remove", "extra"])),
+                      data.draw(st.sampled_from(NASTY)))
+    else:
+        tensors = change_tensor(tensors, data.draw(st.sampled_from(sorted(tensors))),
+                                data.draw(st.sampled_from(TENSOR_CHANGES)))
+    path = tmp_path / "server.ckpt"
+    path.write_bytes(save(tensors, metadata={"pslab": dumps(meta)}))
+
+    def resume():
+        try:
+            pslab.resume(path, backend="processes")
+        except Started:
+            event("passed every check")
+    if refused_or_valid(resume, path):
+        event("refused")
