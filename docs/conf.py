@@ -17,6 +17,7 @@ sys.path.insert(0, str(DOCS))
 
 import apipages  # noqa: E402  (docs/apipages.py, beside this file)
 import benchpages  # noqa: E402
+import layerspage  # noqa: E402
 
 project = "pslab"
 author = "pslab's authors"
@@ -76,6 +77,7 @@ def generate(app) -> None:  # noqa: ANN001
     """builder-inited: the pages made from the code, the results and the notebooks."""
     apipages.write(DOCS / "reference")
     benchpages.write(DOCS / "reference")
+    layerspage.write(DOCS / "reference")
     copy_notebooks(DOCS / "notebooks")
 
 
