@@ -51,7 +51,7 @@ def run_c(dll: ctypes.CDLL, durations: np.ndarray, transfer: list[float], update
 
 
 def rows(quick: bool, workers: int = 800, steps: int = 100, seed: int = 1) -> list[dict[str, Any]]:
-    cluster = pslab.Cluster(jitter=0.3)
+    cluster = pslab.Cluster(jitter=0.3, links="one-at-a-time")  # c_clock.c's one line a shard
     kw = dict(mode="async", workers=workers, steps=steps, numerics=False, cluster=cluster,
               seed=seed)
     run = pslab.train(**kw)

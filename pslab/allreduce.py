@@ -52,7 +52,7 @@ class RingSimulation(Simulation):
     def computed(self, rank: int, step: int) -> None:
         worker = self.workers[rank]
         worker.compute(step)
-        for s in range(len(self.shards)):  # the sum the ring computes, as arithmetic
+        for s in range(len(self.updates)):  # the sum the ring computes, as arithmetic
             worker.push(self.server, s)
         self.push_done[rank] = self.clock.now
         self.arrived += 1

@@ -3,8 +3,9 @@
 `Cluster` says nothing about what is computed, only how long it takes in virtual seconds:
 per-worker speeds (stragglers), per-minibatch jitter drawn from the run's seed, or an explicit
 table of compute durations (figure 001 gives one); transfers cost latency + bytes / bandwidth on
-the shard that serves them; an update of the whole model takes `update_time` (a shard holding a
-fraction f of the parameters takes f·update_time, so more shards update in parallel).
+the link of the shard that serves them, carried as `links` says (full duplex by default); an
+update of the whole model takes `update_time` (a shard holding a fraction f of the parameters
+takes f·update_time, so more shards update in parallel).
 `model_bytes` replays a real model's costs (d2l's 160 MB of gradients) in the timing while the
 numerics keep training the digits MLP; `colocated` puts shard s on worker s's GPU, as when one
 GPU (or every GPU, a slice each) aggregates the gradients.
@@ -23,6 +24,7 @@ _JITTER = 3  # random stream id for compute jitter
 LONGEST = 1e9  # seconds (30 years) for one minibatch, transfer or update
 MAX_JITTER = 5.0  # exp(5·z): one sigma is already a 150x spread
 SLOWEST_LINK = 1e-6  # bytes per second
+LINKS = ("duplex", "one-at-a-time")  # how a shard's link carries transfers (Cluster's docstring)
 
 
 class Cluster:
@@ -33,9 +35,17 @@ class Cluster:
     jitter: spread of each minibatch's time: it is multiplied by exp(jitter·z), z ~ N(0, 1).
     durations: explicit compute seconds, one row per worker, one column per minibatch
         (steps·accumulate columns); overrides compute_time, speeds and jitter.
-    latency: seconds per transfer; bandwidth: bytes per second of each shard's link. A shard
-        serves one transfer at a time and the latency is part of it (think of it as the cost of
-        handling one request), so workers that fetch or push at once queue up.
+    latency: seconds per transfer (the cost of handling one message); bandwidth: bytes per
+        second of each shard's link, each way. A transfer takes latency + bytes / bandwidth.
+    links: how a shard's link carries its transfers.
+        "duplex" (the default: what a real link does): two directions, fetches (shard to
+        workers) and pushes (workers to shard), each carrying one message at a time in the
+        order they come (a shaper's queue: messages of a model's size go through it whole, one
+        after another), the two directions never waiting for each other. The shard applies an
+        update once its push has arrived, beside the link, and answers a fetch once the
+        updates it has taken are applied.
+        "one-at-a-time": one transfer or update at a time on the link, either way, in the
+        order they were asked for (the seed figures' picture: a fetch waits for a push).
     update_time: seconds for the server to apply one update to the whole model.
     model_bytes: bytes of the whole model for the timing only (default: the digits MLP's own);
         each shard then carries its share of them (its share of the keys); at most 1e15 (a PB).
@@ -47,7 +57,8 @@ class Cluster:
     def __init__(self, compute_time: float = 1.0, speeds: Sequence[float] | None = None,
                  jitter: float = 0.0, durations: Sequence[Sequence[float]] | None = None,
                  latency: float = 0.02, bandwidth: float = 1e5, update_time: float = 0.2,
-                 model_bytes: float | None = None, colocated: bool = False):
+                 model_bytes: float | None = None, colocated: bool = False,
+                 links: str = "duplex"):
         self.compute_time = number("compute_time", compute_time, positive=True, high=LONGEST)
         self.speeds = None if speeds is None else _speeds(speeds)
         self.jitter = number("jitter", jitter, high=MAX_JITTER)
@@ -60,6 +71,9 @@ class Cluster:
         if not isinstance(colocated, bool):
             raise ValueError(f"colocated must be True or False (got {colocated!r})")
         self.colocated = colocated
+        if links not in LINKS:
+            raise ValueError(f"links must be one of {', '.join(map(repr, LINKS))} (got {links!r})")
+        self.links = links
 
     @classmethod
     def free(cls, **kwargs) -> "Cluster":
@@ -72,6 +86,8 @@ class Cluster:
         parts = [f"{k}={getattr(self, k)!r}" for k in keys if getattr(self, k) is not None]
         if self.colocated:
             parts.append("colocated=True")
+        if self.links != "duplex":
+            parts.append(f"links={self.links!r}")
         if self.durations is not None:
             parts.append(f"durations=<{self.durations.shape[0]}x{self.durations.shape[1]}>")
         return f"Cluster({', '.join(parts)})"
@@ -79,7 +95,8 @@ class Cluster:
     def plain(self) -> dict:
         """The constructor's arguments as plain values (JSON), for files read back."""
         out = {k: getattr(self, k) for k in ("compute_time", "jitter", "latency", "bandwidth",
-                                              "update_time", "model_bytes", "colocated")}
+                                              "update_time", "model_bytes", "colocated",
+                                              "links")}
         out["speeds"] = None if self.speeds is None else self.speeds.tolist()
         out["durations"] = None if self.durations is None else self.durations.tolist()
         return out

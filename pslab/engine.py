@@ -18,6 +18,9 @@ from heapq import heapify, heappop, heappush
 from typing import Any, Callable, Iterable, Iterator
 
 
+URGENT = 2**62  # Clock.first's events sort before every other at their time
+
+
 class Clock:
     """A heap of timed callbacks, run in (time, scheduling order).
 
@@ -36,6 +39,14 @@ class Clock:
         """Call fn(*args) at virtual time `time` (never earlier than now)."""
         now = self.now
         heappush(self.queue, (time if time > now else now, self.scheduled, fn, args))
+        self.scheduled += 1
+
+    def first(self, time: float, fn: Callable[..., Any], *args: Any) -> None:
+        """Call fn(*args) at `time` before the events `at` schedules for that time (SimPy's
+        urgent events): a message that has arrived by a moment is taken before anything else
+        happens at it. Among themselves these run in the order they were scheduled."""
+        now = self.now
+        heappush(self.queue, (time if time > now else now, self.scheduled - URGENT, fn, args))
         self.scheduled += 1
 
     def run(self, until: float | None = None) -> float:

@@ -64,10 +64,11 @@ class _Tables:
     """What the inlined loop and the row-maker read, made once per run."""
 
     def __init__(self, sim: Any):
-        self.workers, self.shards = len(sim.routes), len(sim.updates)
+        routes = sim.routes["fetch"]  # one-at-a-time: a push goes the way of the fetch
+        self.workers, self.shards = len(routes), len(sim.updates)
         self.updates = [(shard, cost) for _, shard, cost in sim.updates]
         # per worker, its transfers: (shard's Resource, seconds, then seconds it stays busy)
-        self.jobs = [[(shard, cost, 0.0) for _, shard, cost in route] for route in sim.routes]
+        self.jobs = [[(shard, cost, 0.0) for _, shard, cost in route] for route in routes]
         # An update starts where its push ends (the push ends after `now`: costs are >= 0), on
         # the same resource, so a push that completes an update books both in one go: unless
         # the push went to a worker's own shard (colocated: a private link, the update on the

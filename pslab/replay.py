@@ -24,9 +24,10 @@ FIGURE001_DURATIONS = [[2.8, 3.7], [4.0, 2.8], [3.2, 3.2], [3.0, 4.0]]
 
 # Figure 000: minibatch 0 on G0 is twice as long as minibatches 1 and 2 (the straggler); F and
 # P are short next to a minibatch, and the server's Update is visible but shorter than a push
-# round. Zero bandwidth cost keeps F and P the same width on both shards, as drawn.
+# round. Zero bandwidth cost keeps F and P the same width on both shards, as drawn. The figure
+# draws a shard's F and P one after another: its links carry one transfer at a time.
 FIGURE000_CLUSTER = dict(compute_time=3.0, speeds=[0.5, 1.0, 1.0], latency=0.25,
-                         bandwidth=float("inf"), update_time=1.0)
+                         bandwidth=float("inf"), update_time=1.0, links="one-at-a-time")
 
 
 def figure000(steps: int = 2, seed: int = 0) -> tuple[Run, Run]:
@@ -51,9 +52,10 @@ def figure001(sync_time: float = 1.0, seed: int = 0) -> tuple[Run, Run]:
 
 
 def figure002(seed: int = 0) -> Run:
-    """Three workers training the digits MLP on a two-shard parameter server (sync)."""
+    """Three workers training the digits MLP on a two-shard parameter server (sync), its
+    links carrying one transfer at a time, as the seed figure's timing was made."""
     return train(mode="sync", workers=3, steps=20, batch=32, shards="layers", seed=seed,
-                 cluster=Cluster(jitter=0.2))
+                 cluster=Cluster(jitter=0.2, links="one-at-a-time"))
 
 
 def figure003(seed: int = 0) -> "Search":

@@ -1,9 +1,10 @@
 """The actors of figures 000 and 001 on the clock: workers fetch, compute, push; shards update.
 
-This module decides *when* (the clock and the policy); the Worker and ParameterServer decide
-*what* (the arithmetic), called the moment the clock reaches each event. A shard's arithmetic
-happens when its job is booked: the shard serves jobs in booking order, so every fetch sees
-exactly the updates booked before it — the same order the virtual clock shows.
+This module decides *when* (the clock, the links and the policy); the Worker and
+ParameterServer decide *what* (the arithmetic), called the moment the clock reaches each event.
+A shard takes a push when it has arrived and answers a fetch with what it has taken by then,
+once those updates are applied: every fetch holds exactly the updates that end before it
+starts, the order the virtual clock shows.
 
 Layer: actors and policies (with modes, allreduce, snapshot), above the result type `Run`
 and the arithmetic; the backends (simulate.py, processes/) run it, it never calls them.
@@ -37,15 +38,20 @@ class Simulation:
       fetch       it asks every shard for its keys at once, over the shard's link;
       compute     `accumulate` minibatches back to back, on the keys it fetched;
       computed    it pushes its gradient to every shard; a shard that has gathered
-                  `aggregate` pushes books the update right behind them;
+                  `aggregate` pushes applies an update (take);
       wait        sync: until the round's update is applied (round_applied); SSP: until the
                   slowest worker is close enough (pushed_one); async: not at all.
-    Each shard's link is a `Resource`: it carries one job at a time, first come first served,
-    so a worker whose shard is busy waits in line (idle, "queue"). Every block is a span in
-    `timeline`; every update a `Record` in `history` (loss and accuracy from `evaluate`).
+    Each shard's link is carried as `cluster.links` says. "duplex": its fetches and its pushes
+    each wait in their own line (a `Resource` per direction), the shard takes a push when it
+    has arrived (push_arrived) and applies the update on its own `Resource`. "one-at-a-time":
+    one `Resource` carries fetches, pushes and updates, so the shard can take each push the
+    moment it is sent (its place in the line is fixed). A worker whose message waits in line
+    is idle, noted "queue". Every block is a span in `timeline`; every update a `Record` in
+    `history` (loss and accuracy from `evaluate`).
 
-    Timing-only async runs take `fastloop.run_inline`, the same events inlined, bit for bit.
-    Subclasses (RingSimulation, ZeroSimulation) replace `send` and `computed`.
+    Timing-only async runs on one-at-a-time links take `fastloop.run_inline`, the same events
+    inlined, bit for bit. Subclasses (RingSimulation, ZeroSimulation) replace `send` and
+    `computed`.
     """
 
     def __init__(self, server: ParameterServer, workers: list[Worker], policy: Policy,
@@ -57,31 +63,40 @@ class Simulation:
         self.staleness_lr = staleness_lr  # Zhang et al.: each push's lr divided by its staleness
         self.evaluate = evaluate
         self.clock = Clock()
-        # each shard's link, and what its jobs cost
-        self.shards = [Resource() for _ in shard_bytes]
-        total = sum(shard_bytes) or 1
-        transfers = [(s, link, cluster.transfer_time(b))
-                     for s, (link, b) in enumerate(zip(self.shards, shard_bytes))]
-        self.routes: list[list[Job]] = [_route(transfers, cluster, rank, len(workers))
-                                        for rank in range(len(workers))]
-        self.updates: list[Job] = [(s, link, cluster.update_duration(b / total))
-                                   for s, (link, b) in enumerate(zip(self.shards, shard_bytes))]
-        self.timeline = Columns(workers=len(workers), shards=len(shard_bytes),
-                                micros=self.accumulate)
+        # each shard's link (per direction) and the shard itself, and what their jobs cost
+        self.in_order = cluster.links == "one-at-a-time"  # one line for all: take pushes at once
+        total, n = sum(shard_bytes) or 1, len(workers)
+        self.resources: list[Resource] = []  # every queue of the run, for the checkpoint
+        routes: dict[str, list[Job]] = {"fetch": [], "push": []}
+        self.updates: list[Job] = []
+        for s, b in enumerate(shard_bytes):
+            fetches = self._resource()
+            pushes, server_side = (fetches, fetches) if self.in_order else (
+                self._resource(), self._resource())
+            routes["fetch"].append((s, fetches, cluster.transfer_time(b)))
+            routes["push"].append((s, pushes, cluster.transfer_time(b)))
+            self.updates.append((s, server_side, cluster.update_duration(b / total)))
+        # per direction, per worker: its jobs (a colocated worker reaches its own shard locally)
+        self.routes = {kind: [self._route(kind, jobs, cluster, rank, n) for rank in range(n)]
+                       for kind, jobs in routes.items()}
+        self.timeline = Columns(workers=n, shards=len(shard_bytes), micros=self.accumulate)
         # the largest span code of the run: past 2^53 it is refused now, not mid-run
-        self.timeline.code(len(workers) - 1, len(shard_bytes) - 1 if shard_bytes else None,
+        self.timeline.code(n - 1, len(shard_bytes) - 1 if shard_bytes else None,
                            "push", steps, self.accumulate - 1)
         self.history: list[Record] = []
         self.push_staleness: list[int] = []  # of every push the server used, in arrival order
         self.numerics = server.params is not None  # False: timing only, no keys to move
         self.fetched = [server.versions[:] for _ in workers]  # per worker: versions it computes on
+        # per worker, its push on the way (duplex): [shards yet to take it, its staleness so
+        # far, when the updates it completed end (None: none yet)]
+        self.pushing: list[list] = [[0, 0, None] for _ in workers]
         self.round_staleness = 0  # the largest staleness among the pushes of the update gathered
         self.progress: Any = None  # a tqdm bar, ticked once per server update
         self.interrupted = False
         self.started = False
         self.barrier = policy.waits_for_update  # read once: SSP answers it with a property
         # sync and backup workers: the rounds
-        self.closed = 0  # rounds whose update is complete (later pushes are dropped)
+        self.closed = 0  # rounds that have all their pushes (later pushes are dropped)
         self.members: dict[int, list[int]] = defaultdict(list)  # round -> who pushed into it
         self.push_done = [0.0] * len(workers)  # when each worker's last push was sent
         # bounded staleness: only such a policy can hold a worker back before a step
@@ -89,6 +104,23 @@ class Simulation:
         self.slowest = 0  # the fewest pushes any worker has done, kept in O(1) by a histogram
         self.how_many: dict[int, int] = defaultdict(int, {0: len(workers)})  # pushes -> workers
         self.waiting: dict[int, list[tuple[int, float]]] = defaultdict(list)  # step -> held
+
+    def _resource(self) -> Resource:
+        self.resources.append(Resource())
+        return self.resources[-1]
+
+    def _route(self, kind: str, jobs: list[Job], cluster: Cluster, rank: int, workers: int
+               ) -> list[Job]:
+        """A worker's transfer jobs: a colocated worker reaches its own shard locally, at no
+        cost; every other shard over that shard's link. A local fetch waits in no line (a
+        private resource); so does a local push on a one-at-a-time link, while on a duplex
+        link it joins the line of pushes at no cost, so that every shard takes the pushes in
+        the order they were sent (the same push completes an update on every shard)."""
+        if not cluster.colocated:
+            return jobs
+        shared = kind == "push" and not self.in_order
+        return [((s, link if shared else self._resource(), 0.0)
+                 if cluster.host(s, workers) == rank else (s, link, t)) for s, link, t in jobs]
 
     def run(self, until: float | None = None) -> None:
         """Run the clock to its end, or (until) through the events up to that virtual time."""
@@ -104,6 +136,8 @@ class Simulation:
                     run_inline(self, until)  # the same run, its two hot events inlined
                 else:
                     self.clock.run(until)
+                if self.clock.stopped:
+                    self.finish_pushes()
         except KeyboardInterrupt:  # a second Ctrl-C, or not the main thread: stop at once
             self.interrupted = True
         self.interrupted = self.interrupted or self.clock.stopped
@@ -112,10 +146,29 @@ class Simulation:
         """Does fastloop.run_inline run this simulation? Only where it does exactly what these
         actors do: their own handlers, timing only, no barrier, no staleness bound."""
         mine = type(self)
-        return (not self.numerics and not self.barrier and not self.gated
+        return (self.in_order and not self.numerics and not self.barrier and not self.gated
                 and self.evaluate is no_numbers and all(
                     getattr(mine, name) is getattr(Simulation, name)
-                    for name in ("start_step", "computed", "send", "deliver", "record")))
+                    for name in ("start_step", "fetch", "compute", "computed", "send", "take",
+                                 "record")))
+
+    def finish_pushes(self) -> None:
+        """The run stopped between two events: a push that some shards have taken and others
+        not yet is taken by the others now (each at its arrival), so that the weights are
+        those of the last record, on every shard."""
+        shards = len(self.updates)
+        half = {rank for rank, (left, _, _) in enumerate(self.pushing) if 0 < left < shards}
+        if not half:
+            return
+        rest = []
+        for event in self.clock.take((self.push_arrived,)):
+            time, _, fn, args = event
+            if args[0] in half:
+                self.clock.now = max(self.clock.now, time)
+                fn(*args)
+            else:
+                rest.append(event)
+        self.clock.put_back(rest)
 
     @property
     def finished(self) -> bool:
@@ -141,7 +194,7 @@ class Simulation:
         self.fetched[rank] = server.versions[:]  # in timing-only runs, all that a fetch brings
         if self.numerics:
             worker = self.workers[rank]
-            for s in range(len(self.shards)):
+            for s in range(len(self.updates)):
                 worker.fetch(server, s)
         return arrived
 
@@ -156,10 +209,15 @@ class Simulation:
 
     def send(self, kind: str, rank: int, step: int, note: str | None = None) -> float:
         """One transfer per shard, all asked for now, each over its shard's link; returns when
-        the last one ends. Time spent queued behind other jobs on a busy link becomes idle,
-        noted "queue"."""
+        the last one ends. Time spent queued behind other messages becomes idle, noted "queue".
+        On a duplex link a shard answers a fetch once the updates it has taken are applied."""
         now, add = self.clock.now, self.timeline.add
-        booked = [(s, *link.book(now, seconds)) for s, link, seconds in self.routes[rank]]
+        booked = []
+        for s, link, seconds in self.routes[kind][rank]:
+            ready = now
+            if kind == "fetch" and not self.in_order:
+                ready = max(now, self.updates[s][1].free_at)
+            booked.append((s, *link.book(ready, seconds)))
         end = now
         for s, start, stop in booked:
             add(rank, s, kind, start, stop, step, None, note)
@@ -167,6 +225,10 @@ class Simulation:
                 end = stop
         for start, stop in gaps([(a, b) for _, a, b in booked], now, end):
             add(rank, None, "idle", start, stop, step, None, "queue")
+        if kind == "push" and note is None and not self.in_order:
+            self.pushing[rank] = [len(booked), 0, None]
+            for s, _, stop in booked:  # each shard takes it when it arrives
+                self.clock.first(stop, self.push_arrived, rank, step, s)
         return end
 
     # --- push, and the server's update --------------------------------------------------
@@ -178,39 +240,55 @@ class Simulation:
             sent = self.send("push", rank, step, "dropped")
             self.clock.at(sent, self.start_step, rank, step + 1)  # fetch the new weights, go on
             return
+        if self.barrier:  # its round's line: the round closes with its N-th push
+            self.members[step].append(rank)
+            if len(self.members[step]) == self.server.aggregate:
+                self.closed += 1
         sent = self.send("push", rank, step)
-        self.deliver(rank, step)
+        if self.in_order:
+            self.pushing[rank] = [0, 0, None]
+            for s in range(len(self.updates)):  # every shard takes it now
+                self.take(rank, step, s)
+            self.pushed(rank, step)
         if self.barrier:  # wait for the round's update (round_applied)
             self.push_done[rank] = sent
-            self.members[step].append(rank)
         elif self.gated:  # may it go on? (pushed_one)
             self.clock.at(sent, self.pushed_one, rank, step)
         else:  # async: go straight on to the next step once the push is sent
             self.clock.at(sent, self.start_step, rank, step + 1)
 
-    def deliver(self, rank: int, step: int) -> None:
-        """Hand every shard its slice of the push; a shard that has gathered its `aggregate`
-        pushes books the update right behind this one. When every shard has, the update is
-        complete: a record in the history (and, in sync, the round's end)."""
-        now, server, fetched = self.clock.now, self.server, self.fetched[rank]
+    def push_arrived(self, rank: int, step: int, shard: int) -> None:
+        """Duplex: the worker's push has reached `shard`, which takes it."""
+        self.take(rank, step, shard)
+        self.pushing[rank][0] -= 1
+        if self.pushing[rank][0] == 0:
+            self.pushed(rank, step)
+
+    def take(self, rank: int, step: int, s: int) -> None:
+        """Shard s takes the worker's push (its slice of the gradient); once it has gathered
+        `aggregate` pushes it applies the update, right behind this one."""
+        server, push = self.server, self.pushing[rank]
+        lag = server.versions[s] - self.fetched[rank][s]
+        push[1] = max(push[1], lag)
         grads = self.workers[rank].grads  # empty in timing-only runs
-        applied_at, stale = None, 0
-        for s, shard, seconds in self.updates:
-            lag = server.versions[s] - fetched[s]
-            stale = max(stale, lag)
-            grad = grads[s] if grads else None
-            if self.staleness_lr and grads and lag > 1:  # lr / staleness, Zhang et al.
-                grad = grad / lag
-            if server.push(s, grad):  # this push completes the shard's update
-                start, end = shard.book(now, seconds)
-                self.timeline.add(None, s, "update", start, end, step)
-                applied_at = end if applied_at is None else max(applied_at, end)
+        grad = grads[s] if grads else None
+        if self.staleness_lr and grads and lag > 1:  # lr / staleness, Zhang et al.
+            grad = grad / lag
+        if server.push(s, grad):  # this push completes the shard's update
+            _, shard, seconds = self.updates[s]
+            start, end = shard.book(self.clock.now, seconds)
+            self.timeline.add(None, s, "update", start, end, step)
+            push[2] = end if push[2] is None else max(push[2], end)
+
+    def pushed(self, rank: int, step: int) -> None:
+        """Every shard has taken the push: its staleness counts; if it completed the update,
+        the update is in the history (and, in sync, the round ends when it is applied)."""
+        _, stale, applied_at = self.pushing[rank]
         self.push_staleness.append(stale)
         self.round_staleness = max(self.round_staleness, stale)
         if applied_at is not None:
             staleness, self.round_staleness = self.round_staleness, 0
             if self.barrier:
-                self.closed += 1
                 self.record(applied_at, staleness, None, step)
                 self.clock.at(applied_at, self.round_applied, step)
             else:
@@ -263,8 +341,8 @@ class Simulation:
         return max(self.clock.now, last_update)
 
     # --- between two events: the bookkeeping as plain values (snapshot.py) ---------------
-    PLAIN = ("push_staleness", "fetched", "slowest", "push_done", "round_staleness", "closed",
-             "started")
+    PLAIN = ("push_staleness", "fetched", "pushing", "slowest", "push_done", "round_staleness",
+             "closed", "started")
     BY_STEP = {"how_many": int, "waiting": list, "members": list}  # int-keyed dicts
 
     def bookkeeping(self) -> dict[str, Any]:
@@ -272,7 +350,7 @@ class Simulation:
         return dict(plain={k: getattr(self, k) for k in self.PLAIN},
                     by_step={k: [[key, v] for key, v in getattr(self, k).items()]
                              for k in self.BY_STEP},
-                    links=[[link.free_at for _, link, _ in route] for route in self.routes])
+                    links=[r.free_at for r in self.resources])
 
     def set_bookkeeping(self, saved: dict[str, Any]) -> None:
         """Put back what `bookkeeping` gave (checked: a file read back is untrusted)."""
@@ -282,23 +360,14 @@ class Simulation:
                              f"expected {sorted(self.PLAIN)}, {sorted(self.BY_STEP)}")
         for k, v in plain.items():
             setattr(self, k, v)
+        self.pushing = [list(p) for p in self.pushing]  # each changed in place as shards take it
         for k, pairs in by_step.items():
             table = defaultdict(self.BY_STEP[k])
             table.update({key: ([tuple(x) for x in v] if k == "waiting" else v)
                           for key, v in pairs})
             setattr(self, k, table)
-        for route, free in zip(self.routes, saved["links"], strict=True):
-            for (_, link, _), at in zip(route, free, strict=True):
-                link.free_at = at
-
-
-def _route(transfers: list[Job], cluster: Cluster, rank: int, workers: int) -> list[Job]:
-    """A worker's transfer jobs: a colocated worker reaches its own shard locally, at no cost
-    and in no queue (a private resource); every other shard over that shard's link."""
-    if not cluster.colocated:
-        return transfers
-    return [(s, Resource(), 0.0) if cluster.host(s, workers) == rank else (s, link, cost)
-            for s, link, cost in transfers]
+        for resource, free_at in zip(self.resources, saved["links"], strict=True):
+            resource.free_at = free_at
 
 
 NO_NUMBERS = (math.nan, math.nan)

@@ -22,23 +22,28 @@ import torch
 from msgspec import Meta, Struct, to_builtins
 
 from .files import TensorFile, check_shape
+from .engine import URGENT
 from .simulation import Record, Simulation
 from .timeline import EVERY_KIND, NOTES, Span
 
 # The actors' methods the clock may hold pending (a RingSimulation adds the last two), and the
-# arguments each takes: a worker's rank and its step, or a round's step.
-EVENTS = ("start_step", "computed", "round_applied", "pushed_one", "_ring", "_next_step")
-ARGS = dict(start_step=("rank", "step"), computed=("rank", "step"), round_applied=("step",),
+# arguments each takes: a worker's rank and its step, a round's step, a push's shard.
+EVENTS = ("start_step", "computed", "push_arrived", "round_applied", "pushed_one", "_ring",
+          "_next_step")
+ARGS = dict(start_step=("rank", "step"), computed=("rank", "step"),
+            push_arrived=("rank", "step", "shard"), round_applied=("step",),
             pushed_one=("rank", "step"), _ring=("step",), _next_step=("step",))
 
 Time = Annotated[float, Meta(ge=0.0, le=1e300)]  # virtual seconds: finite, never negative
 Count = Annotated[int, Meta(ge=0, le=2**53)]
 Index = Count  # a worker, shard, step or minibatch: checked against the settings in `check`
+Order = Annotated[int, Meta(ge=-URGENT, le=2**53)]  # an event's place among its ties
 
 
 class Plain(Struct, forbid_unknown_fields=True):
     push_staleness: list[int]
     fetched: list[list[Count]]
+    pushing: list[tuple[Count, int, Optional[Time]]]  # shards yet to take it, staleness, end
     slowest: Count
     push_done: list[Time]
     round_staleness: int
@@ -57,7 +62,7 @@ class Actors(Struct, forbid_unknown_fields=True):
     """Simulation.bookkeeping(): its attributes, from the fixed lists PLAIN and BY_STEP only."""
     plain: Plain
     by_step: ByStep
-    links: list[list[Time]]
+    links: list[Time]  # when each line of the run is free (Simulation.resources)
 
 
 class Server(Struct, forbid_unknown_fields=True):
@@ -82,7 +87,7 @@ class State(Struct, forbid_unknown_fields=True):
     """What `snapshot` writes, as the file must hold it (checked by msgspec, strictly)."""
     now: Time
     seq: Count
-    events: list[tuple[Time, Count, Literal[EVENTS], list[Count]]]
+    events: list[tuple[Time, Order, Literal[EVENTS], list[Count]]]
     actors: Actors
     timeline: list[SpanRow]
     history: list[RecordRow]
@@ -139,12 +144,10 @@ def check(sim: Simulation, saved: Any, where: str) -> State:
         seqs.add(seq)
         need(len(args) == len(ARGS[name]), f"events[{i}]", f"{name} takes {ARGS[name]}")
         for arg, value in zip(ARGS[name], args):
-            top = workers - 1 if arg == "rank" else steps
+            top = dict(rank=workers - 1, shard=shards - 1).get(arg, steps)
             need(value <= top, f"events[{i}]", f"{arg} {value} is not from 0 to {top}")
-    links = state.actors.links
-    need(len(links) == workers and all(len(free) == len(route)
-                                       for free, route in zip(links, sim.routes)),
-         "actors.links", "not one free time per worker and link")
+    need(len(state.actors.links) == len(sim.resources), "actors.links",
+         f"not one free time per line ({len(sim.resources)})")
     for i, s in enumerate(state.timeline):
         need(_fits(s[0], workers) and _fits(s[1], shards) and s[3] <= s[4] and s[5] <= steps
              and _fits(s[6], sim.accumulate), f"timeline[{i}]", f"{list(s)} is out of range")
@@ -176,6 +179,8 @@ def _check_plain(state: State, sim: Simulation, need) -> None:
     need(len(plain.fetched) == workers and all(len(v) == shards for v in plain.fetched),
          "actors.plain.fetched", "not one version per worker and shard")
     need(len(plain.push_done) == workers, "actors.plain.push_done", "not one time per worker")
+    need(len(plain.pushing) == workers and all(left <= shards for left, _, _ in plain.pushing),
+         "actors.plain.pushing", "not one push per worker, or more shards than the run has")
     need(plain.slowest <= sim.steps and plain.closed <= sim.steps,
          "actors.plain", "slowest or closed past the last step")
     by_step = state.actors.by_step

@@ -59,16 +59,23 @@ def test_timeline_covers_every_worker_without_overlap():
     assert times == sorted(times) and times[-1] == run.makespan
 
 
-def test_shards_queue_transfers_so_their_number_matters():
+@pytest.mark.parametrize("links", ["duplex", "one-at-a-time"])
+def test_shards_queue_transfers_so_their_number_matters(links):
     """Many workers pushing at once queue on a shard: more shards, shorter sync rounds."""
-    slow_net = pslab.Cluster(latency=0.01, bandwidth=2e4, update_time=0.0)
+    slow_net = pslab.Cluster(latency=0.01, bandwidth=2e4, update_time=0.0, links=links)
     one = pslab.train(mode="sync", workers=8, steps=3, shards=1, cluster=slow_net, numerics=False)
     four = pslab.train(mode="sync", workers=8, steps=3, shards=4, cluster=slow_net,
                        numerics=False)
     assert four.makespan < one.makespan
-    # on one shard, no two transfers ever overlap
-    jobs = sorted((s.start, s.end) for s in one.timeline if s.shard == 0)
-    assert all(a[1] <= b[0] + 1e-12 for a, b in zip(jobs, jobs[1:]))
+    # on one shard, no two transfers ever overlap: either way (one at a time), or in one
+    # direction (duplex: the fetches apart, the pushes apart)
+    lines = ["fetch", "push"] if links == "duplex" else [("fetch", "push", "update")]
+    for kinds in lines:
+        jobs = sorted((s.start, s.end) for s in one.timeline if s.shard == 0 and s.kind in kinds)
+        assert all(a[1] <= b[0] + 1e-12 for a, b in zip(jobs, jobs[1:]))
+    both = sorted((s.start, s.end) for s in one.timeline if s.shard == 0 and s.kind != "update")
+    overlapped = any(a[1] > b[0] + 1e-12 for a, b in zip(both, both[1:]))
+    assert overlapped == (links == "duplex")  # a fetch and a push at once: duplex only
     # a model transfer costs latency + bytes / bandwidth
     fetch = next(s for s in one.timeline if s.kind == "fetch")
     assert fetch.duration == pytest.approx(0.01 + one.shard_bytes[0] / 2e4)

@@ -80,11 +80,18 @@ def fingerprint(run: pslab.Run, numbers: bool = True) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def fingerprints() -> dict[str, str]:
-    """What the pins below hold (run this on the engine to pin)."""
-    out = {name: fingerprint(pslab.train(numerics=False, seed=1, **kw))
+def links(kw: dict, model: str) -> dict:
+    """The case with its cluster's links set to `model`."""
+    cluster = kw.get("cluster") or pslab.Cluster()
+    return {**kw, "cluster": pslab.Cluster.from_plain({**cluster.plain(), "links": model})}
+
+
+def fingerprints(model: str = "one-at-a-time") -> dict[str, str]:
+    """What the pins below hold for one link model (run this on the engine to pin)."""
+    out = {name: fingerprint(pslab.train(numerics=False, seed=1, **links(kw, model)))
            for name, kw in CASES.items()}
-    out.update({f"numerics {name}": fingerprint(pslab.train(seed=1, **kw), numbers=False)
+    out.update({f"numerics {name}": fingerprint(pslab.train(seed=1, **links(kw, model)),
+                                                numbers=False)
                 for name, kw in NUMERIC_CASES.items()})
     return out
 
@@ -92,7 +99,7 @@ def fingerprints() -> dict[str, str]:
 def losses() -> dict[str, list[tuple[float, float]]]:
     """What LOSSES holds: each numeric case's (loss, accuracy) per record, 8 digits."""
     return {name: [(float(f"{r.loss:.8g}"), float(f"{r.accuracy:.8g}"))
-                   for r in pslab.train(seed=1, **kw).history]
+                   for r in pslab.train(seed=1, **links(kw, "one-at-a-time")).history]
             for name, kw in NUMERIC_CASES.items()}
 
 
@@ -121,6 +128,39 @@ PINNED = {  # fingerprints(): timing-only on commit 1111cc9, numerics re-pinned 
     "numerics allreduce": "33fec71a5bc90e8a",
     "numerics async staleness_lr colocated": "d3279012edb70b7c",
     "numerics sync slow links shards1": "2650b3ec3e1ef1ea",
+}
+
+# The same cases on duplex links, the default since 2026-11-27 (a real link carries a fetch and
+# a push at once, each direction first come first served: measured on shaped veth links). The
+# model is new, so these are new pins, of fingerprints("duplex") on the engine that introduced
+# it; the cases where no fetch meets a push (sync's barrier with these costs, SSP(0), free
+# networks, the ring) hash as on one-at-a-time links. Losses: the arithmetic is the same code
+# as above, in the order these pins fix.
+DUPLEX_PINNED = {
+    "sync": "c922740825412452",
+    "async jitter shards4": "256f39ee818969a1",
+    "SSP(2) uneven shards1": "bb820ea61e5432cc",
+    "SSP(0) jitter": "dc2f97d0c3c1e092",
+    "SSP(1) free": "9f63a7264743f266",
+    "Backup(1) jitter": "30f4cddefc51f2f8",
+    "Backup(2) colocated": "a333a249bc2c1e83",
+    "SoftSync(2) accumulate3": "2473cb680afff111",
+    "allreduce jitter": "de89e8b72b0d6e98",
+    "async colocated shards4": "c31c80d82f678f79",
+    "async slow links accumulate3": "93372ba3e3fea830",
+    "sync slow links shards4 accumulate3": "ffef0e41485e67e5",
+    "sync free": "be24c39430db3acb",
+    "async free shards4": "17c065c9f5fa6cee",
+    "async 800 busy shards": "718225701671ec86",
+    "SSP(2) 200 busy shards": "23eb077b87ee7eef",
+    "numerics sync": "d6c3161dc23ebcb7",
+    "numerics async jitter": "73bc1fb31e55f086",
+    "numerics SSP(2) shards4": "aa8a87628ef6805b",
+    "numerics Backup(1)": "3de7c6439e12f4ec",
+    "numerics SoftSync(2) accumulate3": "c0ab9902914351dd",
+    "numerics allreduce": "33fec71a5bc90e8a",
+    "numerics async staleness_lr colocated": "fc7fdebd5b07a898",
+    "numerics sync slow links shards1": "061e48dc56fd51d0",
 }
 
 LOSSES = {  # losses() on 2026-11-24 (see the docstring)
@@ -182,15 +222,28 @@ LOSSES = {  # losses() on 2026-11-24 (see the docstring)
 
 @pytest.mark.parametrize("name", CASES)
 def test_timing_only_runs_are_unchanged(name):
-    assert fingerprint(pslab.train(numerics=False, seed=1, **CASES[name])) == PINNED[name]
+    run = pslab.train(numerics=False, seed=1, **links(CASES[name], "one-at-a-time"))
+    assert fingerprint(run) == PINNED[name]
 
 
 @pytest.mark.parametrize("name", NUMERIC_CASES)
 def test_runs_with_numerics_are_unchanged(name):
-    run = pslab.train(seed=1, **NUMERIC_CASES[name])
+    run = pslab.train(seed=1, **links(NUMERIC_CASES[name], "one-at-a-time"))
     assert fingerprint(run, numbers=False) == PINNED[f"numerics {name}"]
     got = [(r.loss, r.accuracy) for r in run.history]
     assert len(got) == len(LOSSES[name])
     for (loss, acc), (pinned_loss, pinned_acc) in zip(got, LOSSES[name]):
         assert loss == pytest.approx(pinned_loss, rel=1e-5, abs=0)
         assert acc == pytest.approx(pinned_acc, rel=1e-5, abs=0)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_timing_only_runs_on_duplex_links_are_pinned(name):
+    run = pslab.train(numerics=False, seed=1, **links(CASES[name], "duplex"))
+    assert fingerprint(run) == DUPLEX_PINNED[name]
+
+
+@pytest.mark.parametrize("name", NUMERIC_CASES)
+def test_runs_with_numerics_on_duplex_links_are_pinned(name):
+    run = pslab.train(seed=1, **links(NUMERIC_CASES[name], "duplex"))
+    assert fingerprint(run, numbers=False) == DUPLEX_PINNED[f"numerics {name}"]

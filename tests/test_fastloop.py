@@ -1,6 +1,7 @@
-"""pslab.fastloop runs timing-only async runs with the two hot events inlined: it must be the
-actors' run bit for bit (every span's fields, the history, the staleness, the clock), on every
-schedule it takes, and it must stay out of the runs it does not do exactly."""
+"""pslab.fastloop runs timing-only async runs on one-at-a-time links with the two hot events
+inlined: it must be the actors' run bit for bit (every span's fields, the history, the
+staleness, the clock), on every schedule it takes, and it must stay out of the runs it does not
+do exactly."""
 import math
 
 import pytest
@@ -8,24 +9,26 @@ import pytest
 import pslab
 from pslab import simulation
 
-JITTER = pslab.Cluster(jitter=0.3)
+ONE = "one-at-a-time"  # the links fastloop runs
+JITTER = pslab.Cluster(jitter=0.3, links=ONE)
 CASES = [
-    dict(mode="async", workers=1, steps=30),
+    dict(mode="async", workers=1, steps=30, cluster=pslab.Cluster(links=ONE)),
     dict(mode="async", workers=5, steps=40, cluster=JITTER, seed=2),
     dict(mode="async", workers=40, steps=20, shards=3, cluster=JITTER),
     dict(mode="async", workers=12, steps=20, shards="layers", accumulate=3, cluster=JITTER),
     dict(mode="async", workers=6, steps=25, shards=4,
-         cluster=pslab.Cluster(speeds=[1, 0.5, 1, 0.25, 1, 1], colocated=True)),
-    dict(mode="async", workers=8, steps=15, shards=2, cluster=pslab.Cluster(jitter=0.5,
-                                                                             bandwidth=2e5)),
+         cluster=pslab.Cluster(speeds=[1, 0.5, 1, 0.25, 1, 1], colocated=True, links=ONE)),
+    dict(mode="async", workers=8, steps=15, shards=2,
+         cluster=pslab.Cluster(jitter=0.5, bandwidth=2e5, links=ONE)),
     dict(mode=pslab.SoftSync(2), workers=6, steps=20, cluster=JITTER),
     dict(mode=pslab.SoftSync(4), workers=8, steps=10, shards=3, cluster=JITTER, seed=5),
-    dict(mode="async", workers=200, steps=5, cluster=pslab.Cluster.free()),
+    dict(mode="async", workers=200, steps=5, cluster=pslab.Cluster.free(links=ONE)),
     # colocated: the updates' starts are logged, transfers start out of shard order, and (free)
     # many start at the same time: the rows' holes are timeline.gaps' own, ties included
-    dict(mode="async", workers=5, steps=8, shards=4, cluster=pslab.Cluster.free(colocated=True)),
+    dict(mode="async", workers=5, steps=8, shards=4,
+         cluster=pslab.Cluster.free(colocated=True, links=ONE)),
     dict(mode=pslab.SoftSync(3), workers=7, steps=9, shards=3, accumulate=2,
-         cluster=pslab.Cluster(jitter=0.4, bandwidth=3e4, colocated=True), seed=3),
+         cluster=pslab.Cluster(jitter=0.4, bandwidth=3e4, colocated=True, links=ONE), seed=3),
 ]
 
 
@@ -59,11 +62,13 @@ def test_it_takes_only_the_runs_it_does_exactly(monkeypatch):
     real = simulation.run_inline
     monkeypatch.setattr(simulation, "run_inline", lambda sim, until: (used.append(sim),
                                                                       real(sim, until)))
+    one = pslab.Cluster(links=ONE)
     for mode in ("sync", pslab.SSP(2), pslab.Backup(1), "allreduce", pslab.ZeRO(1)):
-        pslab.train(mode=mode, workers=4, steps=3, numerics=False)
-    pslab.train(mode="async", workers=3, steps=3)  # numerics: the actors train
+        pslab.train(mode=mode, workers=4, steps=3, numerics=False, cluster=one)
+    pslab.train(mode="async", workers=3, steps=3, cluster=one)  # numerics: the actors train
+    pslab.train(mode="async", workers=3, steps=3, numerics=False)  # duplex: the actors
     assert used == []
-    pslab.train(mode="async", workers=3, steps=3, numerics=False)
+    pslab.train(mode="async", workers=3, steps=3, numerics=False, cluster=one)
     assert len(used) == 1
 
 
@@ -105,7 +110,7 @@ def state(sim) -> tuple:
                                                   in sim.clock.queue),
             sim.timeline.rows, list(map(repr, sim.history)), sim.push_staleness,
             sim.server.versions, sim.server.counts, sim.fetched, sim.round_staleness,
-            [r.free_at for r in sim.shards])
+            [r.free_at for r in sim.resources])
 
 
 @pytest.mark.parametrize("ask", [

@@ -24,7 +24,9 @@ from .result import Result, Row
 BOUNDED_DELAY = dict(compute_time=1.0, jitter=1.0, latency=0.02, bandwidth=1e7, update_time=0.01)
 EQUAL = dict(jitter=0.1)  # near-equal workers on a free network (TensorFlow's docstring, Zhang)
 STRAGGLERS = dict(jitter=0.6, latency=0.01, bandwidth=1e7, update_time=0.05)  # Chen et al.
-D2L = dict(compute_time=1e-6, latency=0.0, bandwidth=16e9, update_time=0.0, model_bytes=160e6)
+# d2l adds up its transfers one after another on a link: links="one-at-a-time"
+D2L = dict(compute_time=1e-6, latency=0.0, bandwidth=16e9, update_time=0.0, model_bytes=160e6,
+           links="one-at-a-time")
 NVLINK = 3 * 18e9  # d2l: 8 V100s, three NVLink rings of 18 GB/s
 
 
