@@ -24,6 +24,8 @@ _JITTER = 3  # random stream id for compute jitter
 LONGEST = 1e9  # seconds (30 years) for one minibatch, transfer or update
 MAX_JITTER = 5.0  # exp(5·z): one sigma is already a 150x spread
 SLOWEST_LINK = 1e-6  # bytes per second
+ARGUMENTS = ("compute_time", "speeds", "jitter", "durations", "latency", "bandwidth",
+             "update_time", "model_bytes", "colocated", "links")  # Cluster's, as plain() names them
 LINKS = ("duplex", "one-at-a-time")  # how a shard's link carries transfers (Cluster's docstring)
 
 
@@ -106,6 +108,9 @@ class Cluster:
         """The Cluster `plain()` described (every value checked again, as typed in)."""
         if not isinstance(values, dict):
             raise ValueError(f"a cluster is a dict of Cluster's arguments (got {values!r})")
+        unknown = sorted(map(str, set(values) - set(ARGUMENTS)))
+        if unknown:
+            raise ValueError(f"a cluster takes {', '.join(ARGUMENTS)} (got {', '.join(unknown)})")
         return cls(**values)
 
     def check(self, workers: int, minibatches: int) -> None:
