@@ -82,6 +82,23 @@ def kind(name: str, hint: str) -> str:
     return "object"
 
 
+def resolve(dotted: str) -> Any:
+    """The object a dotted name names, as a user typing it reaches it: attributes from the top
+    package down (so `pslab.nas.search` is the function the package exports), a submodule
+    imported where no attribute has the name yet; LookupError naming what is missing."""
+    parts = dotted.split(".")
+    obj = importlib.import_module(parts[0])
+    for i, attr in enumerate(parts[1:], start=2):
+        try:
+            obj = getattr(obj, attr)
+        except AttributeError:
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ModuleNotFoundError:
+                raise LookupError(f"{'.'.join(parts[:i])} (in {dotted})") from None
+    return obj
+
+
 @dataclass(frozen=True)
 class Entry:
     """One public entry. target: dotted name of the callable, or a Slot the test fills (a
@@ -101,16 +118,7 @@ class Entry:
         return self.label or self.target
 
     def resolve(self) -> Callable[..., Any]:
-        parts = self.target.split(".")
-        for cut in range(len(parts) - 1, 0, -1):  # the longest importable module, then attributes
-            try:
-                obj = importlib.import_module(".".join(parts[:cut]))
-            except ModuleNotFoundError:
-                continue
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-            return obj
-        raise LookupError(self.target)
+        return resolve(self.target)
 
     def parameters(self) -> dict[str, str]:
         """name -> type hint, from the signature (and `hints` for **settings)."""

@@ -9,11 +9,11 @@ and is left out.
 """
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
 import pytest
+from surface import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -21,20 +21,6 @@ CODE = re.compile(r"`([^`\n]+)`")  # inline code; links and pictures are the bro
 NAME = re.compile(r"\b(pslab(?:\.[A-Za-z_]\w*)+)")
 PATH = re.compile(r"\b((?:pslab|tests|bench|tools|notebooks|docs|figures)/[\w./*-]*\w"
                   r"\.(?:py|ipynb|json|md|c|tex|png|js|cfg))\b")
-
-
-def resolve(dotted: str) -> object:
-    """The object `dotted` names, imported the way `import a.b; a.b.c` would find it."""
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attr in parts[cut:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(dotted)
 
 
 def mentions(pattern: re.Pattern[str]) -> list[tuple[str, str]]:
@@ -50,7 +36,7 @@ def test_the_pages_mention_names_and_files():
 def test_every_pslab_name_in_the_docs_exists(page, name):
     try:
         resolve(name)
-    except (ImportError, AttributeError) as e:
+    except LookupError as e:
         pytest.fail(f"{page} mentions `{name}`, which does not exist ({e!r}): say today's name")
 
 
@@ -62,5 +48,5 @@ def test_every_repository_file_in_the_docs_exists(page, path):
 
 def test_resolve_tells_a_missing_name():
     assert resolve("pslab.train") is not None
-    with pytest.raises((ImportError, AttributeError)):
+    with pytest.raises(LookupError):
         resolve("pslab.no_such_name")
