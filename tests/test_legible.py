@@ -78,6 +78,18 @@ CELLS = {
     ("07_parameter_server_to_zero", 'pslab.plot.compare(ddp, fsdp, labels=("all-reduce on PyTorch '
      'DDP, 2 processes", "ZeRO-3 on PyTorch FSDP2, 2 processes"), stacked=True)'): ["fsdp, ddp"],
     ("00_start_here", "plot.plot_timeline(run)"): ["run"],
+    ("08_pipeline_parallelism", 'gpipe = unit("gpipe", 4, 4)\nprint("step:", gpipe.span, "s = '
+     '(m + p - 1)(F + B) =", (4 + 4 - 1) * 2)\nplot_pipeline(gpipe)'): ["pipeline"],
+    ("08_pipeline_parallelism", 'one = unit("1f1b", 4, 8, times=(1, 2, 0))\n'
+     'plot_pipeline(one)'): ["pipeline"],
+    ("08_pipeline_parallelism", 'inter = unit("interleaved-1f1b", 4, 8, v=2, times=(1, 2, 0))\n'
+     'print("bubble time: 1F1B", one.bubble_time, "s; interleaved, v = 2:", inter.bubble_time, '
+     '"s")\nplot_pipeline(inter)'): ["pipeline"],
+    ("08_pipeline_parallelism", 'zb = unit("zb-h1", 4, 8, times=(1, 2, 1))\nprint("bubble '
+     'time: 1F1B", unit("1f1b", 4, 8, times=(1, 2, 1)).bubble_time, "s; ZB-H1",\n      '
+     'zb.bubble_time, "s")\nplot_pipeline(zb)'): ["pipeline"],
+    ("08_pipeline_parallelism", "plot_pipeline(real)  # measured: real times change every "
+     "run"): ["pipeline"],
     ("01_data_parallel", "plot.plot_dataflow(run)"): ["run002"],
     ("01_data_parallel", "plot.plot_timeline(run)"): ["run002"],
     ("02_sync_vs_async", 'plot.compare(sync, asyn, labels=("(a) synchronous", "(b) '
@@ -109,6 +121,23 @@ CELLS = {
     ("present", "plot.plot_dataflow(replay.figure002())"): [],
 }
 SETUP["run002"] = lambda: {"run": replay.figure002()}
+SETUP["pipeline"] = lambda: _pipeline_setup()
+
+
+def _pipeline_setup() -> dict:
+    """Notebook 08's helpers, its 1F1B run, and a measured stand-in (a simulated run drawn
+    from its timeline, as a measured one is)."""
+    import dataclasses
+
+    from pslab.drawing.pipeline_plot import plot_pipeline
+
+    def unit(schedule, p, m, v=1, times=(1, 1, 0)):
+        mode = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v, times=times)
+        return pslab.train(mode=mode, steps=1, numerics=False, cluster=pslab.Cluster.free())
+
+    sim = pslab.train(mode=pslab.Pipeline(stages=2, microbatches=4), steps=3, numerics=False)
+    return {"unit": unit, "plot_pipeline": plot_pipeline,
+            "one": unit("1f1b", 4, 8, times=(1, 2, 0)), "real": dataclasses.replace(sim, ops=[])}
 SETUP["sim, run"] = _processes_stand_in
 SETUP["fsdp, ddp"] = lambda: {name: _measured(pslab.train(mode, workers=2, steps=3))
                               for name, mode in (("fsdp", pslab.ZeRO(3)), ("ddp", "allreduce"))}

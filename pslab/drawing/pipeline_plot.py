@@ -12,12 +12,14 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from ..result import Run
+from ..pipeline.clock import Op
 
 # Light fills, black text readable on them (the palette's rule): forwards blue, backwards green
 PIPELINE: dict[str, str] = {"F": "#7EA6E0", "B": "#93C47D", "I": "#B6D7A8", "W": "#D5A6BD"}
 NAMES = {"F": "forward", "B": "backward", "I": "backward: input gradient (I)",
          "W": "backward: weight gradient (W)"}
 BUBBLE = "#EEEEEE"
+KIND = {"F": "forward", "B": "backward", "I": "backward-input", "W": "backward-weight"}
 
 
 def shade(colour: str, chunk: int, chunks: int) -> tuple[float, float, float]:
@@ -27,28 +29,31 @@ def shade(colour: str, chunk: int, chunks: int) -> tuple[float, float, float]:
 
 
 def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
-              fontsize: float = 9) -> Axes:
-    """One step of a PipelineRun on `ax` (its first: every step is alike on the clock)."""
+              fontsize: float = 10) -> Axes:
+    """One step of a PipelineRun on `ax` (its first: every step is alike on the clock; of a
+    measured run, its last, the first paying for PyTorch's set-up)."""
     pipe = run.pipeline
     p, v = pipe.stages, pipe.chunks
-    span = run.span
+    ops = run.ops or measured_ops(run)
+    span = max(o.end for o in ops)
     for r in range(p):
         ax.add_patch(Rectangle((0, r - 0.42), span, 0.84, facecolor=BUBBLE, edgecolor="none",
                                hatch="///", zorder=0))
-    for o in run.ops:
+    for o in ops:
         chunk = o.stage // p if pipe.schedule != "zbv" else (0 if o.stage < p else 1)
         ax.add_patch(Rectangle((o.start, o.rank - 0.42), o.end - o.start, 0.84,
                                facecolor=shade(PIPELINE[o.kind], chunk, v), edgecolor="black",
                                linewidth=0.5, zorder=2))
-        if numbers and (o.end - o.start) >= span / 90:
+        if numbers and (o.end - o.start) >= span / 45:  # room for a 10-pt number
             ax.text((o.start + o.end) / 2, o.rank, str(o.micro), ha="center", va="center",
                     fontsize=fontsize, zorder=3)
     ax.set_xlim(0, span)
     ax.set_ylim(p - 0.5, -0.5)
     ax.set_yticks(range(p), [f"rank {r}" for r in range(p)] if p <= 8 else
                   [f"{r}" if r % 2 == 0 else "" for r in range(p)])
-    ax.set_xlabel("virtual time (s)")
-    kinds = sorted({o.kind for o in run.ops}, key="FBIW".index)
+    ax.set_xlabel("virtual time (s)" if run.ops else "measured time (s)", fontsize=fontsize)
+    ax.tick_params(labelsize=fontsize)
+    kinds = sorted({o.kind for o in ops}, key="FBIW".index)
     if legend:
         handles = [Patch(facecolor=PIPELINE[k], edgecolor="black", label=NAMES[k])
                    for k in kinds]
@@ -59,16 +64,30 @@ def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
     return ax
 
 
-def plot_pipeline(run: Run, width: float = 9.0, title: str | None = None,
+def measured_ops(run: Run) -> list[Op]:
+    """A measured run's last step as ops from its start (the stage is the rank's first)."""
+    letter = {name: k for k, name in KIND.items()}
+    last = max(s.step for s in run.timeline)
+    spans = [s for s in run.timeline if s.step == last and s.kind in letter]
+    t0 = min(s.start for s in spans)
+    return [Op(s.worker, s.worker, letter[s.kind], s.micro, s.start - t0, s.end - t0)
+            for s in spans]
+
+
+def plot_pipeline(run: Run, width: float = 7.2, title: str | None = None,
                   **kw: Any) -> Figure:
     """A figure of one step of `run` with both bubble definitions in its caption."""
     p = run.pipeline.stages
-    top, bottom, rows = 0.35, 0.85, 0.32 * p  # inches: legend; axis label and caption; rows
+    top, bottom, rows = 0.4, 1.05, 0.34 * p  # inches: legend; axis label and caption; rows
     height = top + rows + bottom
     fig = Figure(figsize=(width, height))
-    ax = fig.add_axes((0.75 / width, bottom / height, 1 - 0.9 / width, rows / height))
+    ax = fig.add_axes((0.8 / width, bottom / height, 1 - 0.95 / width, rows / height))
     draw_step(run, ax, **kw)
-    caption = (f"{run.mode}: step {run.span:g} s; bubble {run.bubble_share:.1%} of the "
-               f"ranks' time (GPipe), {run.bubble_ratio:.1%} of the ideal time (Megatron)")
+    if not run.ops:
+        caption = f"{run.mode}, measured on {p} processes: its last step"
+    else:
+        caption = (f"{run.mode}: step {run.span:.4g} s\nbubble {run.bubble_share:.1%} of the "
+                   f"ranks' time (GPipe), {run.bubble_ratio:.1%} of the ideal time "
+                   f"(Megatron)")
     fig.text(0.5, 0.05 / height, title or caption, fontsize=10, ha="center", va="bottom")
     return fig

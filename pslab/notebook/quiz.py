@@ -323,3 +323,9 @@ QUESTIONS.update({
         "N on is ZeRO-3's memory per GPU below ZeRO-1's?", _zero_memory, kind="number",
         tolerance=0, unit="GPUs", hint="stage 1: 4Ψ + 12Ψ/N; stage 3: 16Ψ/N."),
 })
+
+
+# ---- notebook 08: pipeline parallelism (pslab.pipeline) ----------------------------------------
+from .pipeline_questions import QUESTIONS as _PIPELINE  # noqa: E402
+
+QUESTIONS.update(_PIPELINE)

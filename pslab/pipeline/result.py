@@ -81,6 +81,8 @@ class PipelineRun(Run):
         return out
 
     def __repr__(self) -> str:
+        acc = self.final_accuracy
+        acc_text = "" if acc != acc else f", test accuracy {acc:.1%}"
         return (f"PipelineRun({self.mode}, {self.updates} steps, step {self.step_time:.3g} s, "
                 f"bubble {self.bubble_share:.1%} of the ranks' time "
-                f"({self.bubble_ratio:.1%} of ideal))")
+                f"({self.bubble_ratio:.1%} of ideal){acc_text})")
