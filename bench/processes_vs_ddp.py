@@ -81,7 +81,7 @@ def pslab_step(steps: int) -> tuple[float, float]:
                       backend="processes", time_scale=0, timeout=30)
     times = [r.time for r in run.history]
     gaps = [b - a for a, b in zip(times, times[1:])][steps // 5:]
-    return statistics.median(gaps), run.config["startup_s"]
+    return statistics.median(gaps), run.startup_s
 
 
 def rows(quick: bool) -> list[dict]:

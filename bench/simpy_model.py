@@ -15,7 +15,7 @@ import pslab
 
 def costs(run: pslab.Run) -> tuple[list[float], list[float]]:
     """Each shard's transfer and update seconds, as pslab charged them in `run`."""
-    cluster, total = run.config["cluster"], sum(run.shard_bytes)
+    cluster, total = run.settings.timing, sum(run.shard_bytes)
     return ([cluster.transfer_time(b) for b in run.shard_bytes],
             [cluster.update_duration(b / total) for b in run.shard_bytes])
 

@@ -35,10 +35,9 @@ class RingSimulation(Simulation):
 
     def __init__(self, server: ParameterServer, workers: list[Worker], policy: Policy,
                  cluster: Cluster, durations: list[list[float]], steps: int,
-                 shard_bytes: list[int], evaluate: Callable[[], tuple[float, float]],
-                 staleness_lr: bool = False):
+                 shard_bytes: list[int], evaluate: Callable[[], tuple[float, float]]):
         super().__init__(server, workers, policy, cluster, durations, steps, shard_bytes,
-                         evaluate, staleness_lr)
+                         evaluate)
         self.half = ring_time(cluster, len(workers), sum(shard_bytes)) / 2  # each phase
         self.arrived = 0  # workers whose gradient of this step is ready
 

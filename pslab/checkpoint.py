@@ -16,9 +16,9 @@ has the launcher write the server's shards after every complete round in the sam
 
 A file read back is untrusted: `load` checks its header's shape (`SimulatedHeader`,
 `ProcessHeader`: keys, types, ranges) before any value is used; the settings are then checked by
-train's own checks (pslab.resume calls train with them), the state against the simulation they
-build (snapshot.check) and the tensors' names and float32 shapes against that simulation before
-their bytes are read. Any failure is a ValueError naming the file and the field.
+train's own checks (pslab.resume makes them with `Settings.from_dict`), the state against the
+simulation they build (snapshot.check) and the tensors' names and float32 shapes against that
+simulation before their bytes are read. Any failure is a ValueError naming the file and the field.
 """
 from __future__ import annotations
 
@@ -31,30 +31,13 @@ from typing import Any, Literal, Optional, Union
 from msgspec import Struct, to_builtins
 
 from .checks import number
-from .cluster import Cluster
 from .files import TensorFile, check_shape, check_writable_path, open_regular, read_at, \
     save_tensors
-from .modes import Policy, policy_from_name
+from .settings import Settings
 from .snapshot import Count, State, Time, restore, snapshot
 
 FORMAT = "pslab-checkpoint-4"  # plain data (safetensors + JSON); other versions are refused
 WHAT = "a pslab checkpoint"
-
-
-class SavedSettings(Struct, forbid_unknown_fields=True):
-    """train's settings as `plain_settings` writes them (their values are train's to check)."""
-    mode: str
-    workers: int
-    accumulate: int
-    lr: float
-    batch: int
-    steps: int
-    shards: Union[int, str]
-    seed: int
-    cluster: Optional[dict[str, Any]]
-    numerics: bool
-    hidden: int
-    staleness_lr: bool
 
 
 class SavedOptions(Struct, forbid_unknown_fields=True):
@@ -67,6 +50,24 @@ class SavedOptions(Struct, forbid_unknown_fields=True):
     kill: dict[str, int]
     hang: dict[str, int]
     transfers: str
+
+
+class SavedSettings(Struct, forbid_unknown_fields=True):
+    """A run's settings as `Settings.to_dict` writes them (their values are Settings' to
+    check: resume makes them with `Settings.from_dict`)."""
+    mode: str
+    workers: int
+    accumulate: int
+    lr: float
+    batch: int
+    steps: int
+    shards: Union[int, str]
+    seed: int
+    cluster: Optional[dict[str, Any]]
+    numerics: bool
+    hidden: int
+    staleness_lr: bool
+    processes: Optional[SavedOptions]
 
 
 class SimulatedHeader(Struct, forbid_unknown_fields=True):
@@ -82,7 +83,6 @@ class ProcessHeader(Struct, forbid_unknown_fields=True):
     format: str
     backend: Literal["processes"]
     settings: SavedSettings
-    options: SavedOptions
     step: Count  # the rounds complete: the first step a resumed run plays
     updates: Count
 
@@ -100,10 +100,10 @@ class Checkpoint:
         when = "" if self.at is None else f", at={self.at:g}"
         return f"Checkpoint({str(self.path)!r}{when})"
 
-    def play(self, sim, settings: dict[str, Any]) -> None:
+    def play(self, sim, settings: Settings) -> None:
         """Run `sim` (built by train from `settings`) to its end, writing the checkpoint on
         the way, or first putting back the state this checkpoint holds (resume)."""
-        plain = plain_settings(settings)
+        plain = settings.to_dict()
         if self.resuming:
             saved, found = load_file(self.path)
             if saved["settings"] != plain:
@@ -130,26 +130,6 @@ class Checkpoint:
                                               updates=len(sim.history), state=state))
         self.written = True
         sim.run()
-
-
-def plain_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """train's settings as JSON-able values: the mode by its name, the cluster by its
-    arguments."""
-    out = dict(settings)
-    if isinstance(out.get("mode"), Policy):
-        out["mode"] = out["mode"].name
-    if isinstance(out.get("cluster"), Cluster):
-        out["cluster"] = out["cluster"].plain()
-    return out
-
-
-def settings_from_plain(plain: dict[str, Any]) -> dict[str, Any]:
-    """train's keyword arguments from `plain_settings`' values."""
-    out = dict(plain)
-    out["mode"] = policy_from_name(out["mode"])
-    if out.get("cluster") is not None:
-        out["cluster"] = Cluster.from_plain(out["cluster"])
-    return out
 
 
 def load_file(path: str | Path) -> tuple[dict[str, Any], TensorFile]:
@@ -205,6 +185,6 @@ def _older_format(path: Path) -> str | None:
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    """The saved checkpoint's header, its shape checked: its train settings, the backend, the
-    virtual time (simulated) or the rounds complete and the process options (processes)."""
+    """The saved checkpoint's header, its shape checked: its settings (`Settings.to_dict`), the
+    backend, the virtual time (simulated) or the rounds complete (processes)."""
     return load_file(path)[0]

@@ -34,7 +34,12 @@ def number(name: str, value: Any, *, positive: bool = False, allow_inf: bool = F
 
 
 def flag(name: str, value: Any, none: bool = False) -> bool | None:
-    """True or False (or None, with none=True): "yes", 1 or 0.5 is a mistake, not a switch."""
+    """True or False (or None, with none=True): "yes", 1 or 0.5 is a mistake, not a switch.
+    A numpy bool (from a grid of settings) counts as the bool it holds, as a numpy int counts
+    as an int."""
+    if getattr(value, "dtype", None) is not None and getattr(value.dtype, "kind", "") == "b" \
+            and getattr(value, "shape", None) == ():
+        value = bool(value)
     if not (isinstance(value, bool) or (none and value is None)):
         raise ValueError(f"{name} must be True{', False or None' if none else ' or False'} "
                          f"(got {value!r})")

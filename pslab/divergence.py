@@ -15,7 +15,7 @@ GROWTH = 3.0  # a training loss this many times its starting value counts as blo
 def divergence(run: "Run") -> str | None:
     """What went wrong, in one sentence, or None when the run did not diverge (or, timing
     only, has no loss to judge)."""
-    if not run.config.get("numerics", True) or not run.history:
+    if not run.settings.numerics or not run.history:
         return None
     start = run.start_loss if math.isfinite(run.start_loss) else run.history[0].loss
     for r in run.history:
@@ -31,10 +31,10 @@ def divergence(run: "Run") -> str | None:
 
 def likely_cause(run: "Run") -> str:
     """The advice: too large a learning rate, for this much staleness if there is any."""
-    lr = run.config["lr"]
+    lr = run.settings.lr
     stale = run.push_staleness or run.staleness
     mean = sum(stale) / len(stale) if stale else 0.0
-    if mean < 0.5 or run.config.get("staleness_lr"):
+    if mean < 0.5 or run.settings.staleness_lr:
         return f"likely cause: the learning rate {lr:g} is too large; try a smaller lr"
     return (f"likely cause: the learning rate {lr:g} is too large for this much staleness "
             f"(a push is {mean:.1f} versions behind on average): try lr={lr / max(mean, 1):.3g} "

@@ -7,16 +7,22 @@ cut the vector:
 - `key_range(S)`: S ranges of near-equal bytes, cutting through a tensor where needed (as MXNet
   splits a big array over all servers), so S shards really move S times less data each.
 Both are ranges, so the server, the workers and the process backend handle them alike.
+`make_layout` is the server's layout a run's `shards` setting names; `owner_layout` is ZeRO's,
+one range per worker.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Sequence
 
 import torch
 
+from .model import LAYERS, shapes as model_shapes
+
 Params = dict[str, torch.Tensor]
 BYTES_PER_VALUE = 4  # every key is a float32
+MAX_SHARDS = 256
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,23 @@ class Layout:
     def split(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """The vector cut into its shards' ranges (views, no copy)."""
         return [flat[a:b] for a, b in self.ranges]
+
+
+def make_layout(shards: int | str, hidden: int) -> Layout:
+    """The server's layout for a run's `shards`: "layers" or S near-equal key ranges."""
+    sizes = model_shapes(features=64, hidden=hidden, classes=10)
+    if shards == "layers":
+        return Layout.by_layer(sizes, LAYERS)
+    if not (isinstance(shards, Integral) and not isinstance(shards, bool)
+            and 1 <= shards <= MAX_SHARDS):
+        raise ValueError(f"shards must be 'layers' or an integer from 1 to {MAX_SHARDS} "
+                         f"(got {shards!r})")
+    return Layout.key_range(sizes, int(shards))
+
+
+def owner_layout(workers: int, hidden: int) -> Layout:
+    """ZeRO's layout: one near-equal key range per worker, the range it owns."""
+    return Layout.key_range(model_shapes(features=64, hidden=hidden, classes=10), workers)
 
 
 def _order(shapes: dict[str, Sequence[int]]) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]:

@@ -6,7 +6,9 @@ A policy answers a few questions and nothing else:
 - whether a worker waits for the update after pushing (`waits_for_update`: a barrier) and which
   pushes of a round the server drops (with a barrier over N of N + b workers, the late ones);
 - when a worker may start its next step (`bound`, `may_start`);
-- whether there is a server at all (`ring`: the workers all-reduce instead, pslab.allreduce).
+- how the run is scheduled (`schedule`): "server" (workers push to a parameter server),
+  "allreduce" (no server: the workers run a ring all-reduce, pslab.allreduce) or "zero" (no
+  server: worker i owns key range i and runs ZeRO's collectives, pslab.collectives).
 
 | mode | aggregate | barrier | |
 |---|---|---|---|
@@ -35,8 +37,7 @@ class Policy:
     name = "policy"
     waits_for_update = False  # True: after pushing, wait for the update, then fetch (a barrier)
     bound = math.inf  # how many steps a worker may run ahead of the slowest one
-    ring = False  # True: no server, the workers run a ring all-reduce after each step
-    stage = 0  # ZeRO's stage (1, 2, 3): the workers own the shards and run its collectives
+    schedule = "server"  # how it runs: "server", "allreduce" or "zero" (see the table above)
 
     def aggregate(self, workers: int) -> int:
         return 1
@@ -148,7 +149,7 @@ class AllReduce(Sync):
     (reduce-scatter, then all-gather; what DDP does) and all apply the mean: sync's numerics."""
 
     name = "allreduce"
-    ring = True
+    schedule = "allreduce"
 
 
 class ZeRO(AllReduce):
@@ -160,6 +161,8 @@ class ZeRO(AllReduce):
     all-gather hands everyone the new weights. Stage 3 gathers the parameters before the
     forward and again before the backward pass, then reduce-scatters the gradients. The
     numbers are sync's (pslab.collectives)."""
+
+    schedule = "zero"
 
     def __init__(self, stage: int):
         self.stage = integer("stage (ZeRO's stage: 1 optimizer states, 2 + gradients, "
@@ -184,7 +187,7 @@ def policy_from_name(name: str) -> Policy:
     bounded = {"SSP": SSP, "Backup": Backup, "SoftSync": SoftSync, "ZeRO": ZeRO}
     if kind in bounded and rest.endswith(")") and rest[:-1].isdigit():
         return bounded[kind](int(rest[:-1]))
-    raise ValueError(f"{name!r} names no pslab mode")
+    return policy_for(name)  # refuses it, in the words train uses
 
 
 def policy_for(mode: str | Policy) -> Policy:

@@ -2,7 +2,7 @@
 
 The result layer sits at the bottom beside the timeline: the simulation and the process backend
 both produce a `Run`, the front door (`pslab.train`) returns it, drawing and notebooks read it.
-It imports nothing above the timeline, the records and the layout.
+It imports nothing above the timeline, the records, the layout and the settings.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from .divergence import divergence
 from .layout import Layout, Params
+from .settings import Settings
 from .tracefile import to_chrome_trace
 from .timeline import Record, Span, covered, total, worker_shares
 from .zero import Memory, stage_of, worker_memory
@@ -20,10 +21,12 @@ from .zero import Memory, stage_of, worker_memory
 
 @dataclass
 class Run:
-    """What a run leaves behind. `timeline`, `history`, `weights` and `makespan` are the contract
-    the notebooks and plots read; the rest are conveniences derived from them."""
+    """What a run leaves behind. `settings` made it; `timeline`, `history`, `weights` and
+    `makespan` are the contract the notebooks and plots read; the rest are conveniences derived
+    from them, and, on real processes, what was measured besides the timeline (`pids`,
+    `failures`, `startup_s`)."""
 
-    config: dict[str, Any]
+    settings: Settings
     timeline: list[Span]
     history: list[Record]
     weights: Params
@@ -34,14 +37,17 @@ class Run:
     layout: Layout | None = None  # each shard's key range of the flattened parameters
     push_staleness: list[int] = field(default_factory=list)  # of every push used, in order
     start_loss: float = math.nan  # training loss of the initial weights (nan: timing only)
+    pids: list[int] = field(default_factory=list)  # the processes that ran it (processes only)
+    failures: list[str] = field(default_factory=list)  # workers lost in a mode that went on
+    startup_s: float | None = None  # seconds from the launch until every process had joined
 
     @property
     def workers(self) -> int:
-        return self.config["workers"]
+        return self.settings.workers
 
     @property
     def mode(self) -> str:
-        return str(self.config["mode"])
+        return self.settings.mode.name
 
     @property
     def idle_time(self) -> float:

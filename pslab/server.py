@@ -5,6 +5,8 @@ of the flattened parameters (`pslab.layout.Layout`). The server knows nothing of
 engine decides when a pull or push happens, the server does the arithmetic
 w_new = w − α·mean(∂L/∂w) the moment it is asked. `aggregate` pushes are averaged into one update
 (the number of workers in sync mode, 1 in async), so the mode is a setting, not a second server.
+With `staleness_lr` a push `staleness` versions behind counts at lr / staleness (Zhang et al.
+2016): the pusher says how stale it is, the server scales it.
 Layer: arithmetic (with data, model, layout and worker), above the clock; it knows no actor.
 """
 from __future__ import annotations
@@ -18,10 +20,12 @@ class ParameterServer:
     """Holds the parameters as one flat tensor per shard; each shard has its own version
     (its count of updates). `params=None` makes a timing-only server that just counts."""
 
-    def __init__(self, params: Params | None, layout: Layout, lr: float, aggregate: int = 1):
+    def __init__(self, params: Params | None, layout: Layout, lr: float, aggregate: int = 1,
+                 staleness_lr: bool = False):
         self.layout = layout
         self.lr = lr
         self.aggregate = aggregate
+        self.staleness_lr = staleness_lr
         # One tensor per shard, replaced on update and never changed in place: a pull hands out
         # the tensor itself, and the puller keeps the version it saw (no copy needed).
         self.params = None if params is None else [
@@ -36,8 +40,9 @@ class ParameterServer:
         """The shard's version and its keys (None in timing-only runs)."""
         return self.versions[shard], None if self.params is None else self.params[shard]
 
-    def push(self, shard: int, grad: torch.Tensor | None) -> bool:
-        """Hand in one gradient for the shard's keys; True when it completed an update."""
+    def push(self, shard: int, grad: torch.Tensor | None, staleness: int = 0) -> bool:
+        """Hand in one gradient for the shard's keys, computed `staleness` versions ago; True
+        when it completed an update."""
         if self.params is None:  # timing only: count the pushes, no arithmetic
             buf = self.counts
             buf[shard] += 1
@@ -45,6 +50,8 @@ class ParameterServer:
                 return False
             buf[shard] = 0
         else:
+            if self.staleness_lr and staleness > 1:
+                grad = grad / staleness
             buf = self.buffer[shard]
             buf.append(grad)
             if len(buf) < self.aggregate:

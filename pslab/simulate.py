@@ -10,8 +10,6 @@ import math
 import warnings
 from array import array
 from functools import lru_cache, partial
-from numbers import Integral
-from typing import Any
 
 import numpy as np
 import torch
@@ -21,39 +19,40 @@ from .checkpoint import Checkpoint
 from .collectives import ZeroSimulation
 from .data import Digits
 from .divergence import warn_if_diverged
-from .layout import Layout
-from .model import LAYERS, init_params, score, shapes, single_thread
-from .modes import Policy
+from .model import init_params, score, single_thread
 from .result import Run
 from .server import ParameterServer
+from .settings import Settings
 from .simulation import Simulation, no_numbers
 from .worker import Worker, assemble
 
+# how each policy's schedule runs on the clock: through the server (simulation.py), a ring
+# all-reduce without one (allreduce.py), or ZeRO's owners and collectives (collectives.py)
+ACTORS = {"server": Simulation, "allreduce": RingSimulation, "zero": ZeroSimulation}
 
-def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: bool = False,
+
+def simulate(settings: Settings, progress: bool = False,
              checkpoint: Checkpoint | None = None) -> Run:
-    """The simulated backend: train's checked `config` run on the virtual clock."""
-    workers, accumulate, steps = config["workers"], config["accumulate"], config["steps"]
-    batch, seed, cluster = config["batch"], config["seed"], config["cluster"]
-    numerics, hidden, lr = config["numerics"], config["hidden"], config["lr"]
-    staleness_lr = config["staleness_lr"]
+    """The simulated backend: checked `settings` run on the virtual clock."""
+    policy, layout, cluster = settings.mode, settings.layout, settings.timing
+    workers, accumulate, steps = settings.workers, settings.accumulate, settings.steps
+    batch, seed, hidden, lr = settings.batch, settings.seed, settings.hidden, settings.lr
+    numerics = settings.numerics
     shard_bytes = cluster.timing_bytes(layout.shard_bytes())
     data = loaded(seed) if numerics else None
     params = init_params(data.features, hidden, data.classes, seed) if data else None
     server = ParameterServer(params, layout, policy.server_lr(lr, workers),
-                             aggregate=policy.aggregate(workers))
+                             policy.aggregate(workers), settings.staleness_lr)
     assembled: list = [(), None]  # the workers' shared last weights (Worker.assembled)
     crew = [Worker(i, data, workers, accumulate, batch, layout=layout, assembled=assembled)
             for i in range(workers)]
 
     score = partial(_score, server, data, assembled)
 
-    # ring: no server (allreduce.py); ZeRO: the workers own the shards (collectives.py)
-    actors = ZeroSimulation if policy.stage else RingSimulation if policy.ring else Simulation
+    actors = ACTORS[policy.schedule]
     sim = actors(server, crew, policy, cluster,
                  seconds_by_worker(cluster.compute_durations(workers, steps * accumulate, seed)),
-                 steps,
-                 shard_bytes, score if data else no_numbers, staleness_lr)
+                 steps, shard_bytes, score if data else no_numbers)
     if progress:
         from tqdm.auto import tqdm
 
@@ -65,7 +64,7 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
     with single_thread(), torch.no_grad():
         start_loss = score()[0] if data else math.nan
         if checkpoint is not None:  # write the state on the way, or carry on from written state
-            checkpoint.play(sim, dict(config, mode=policy))
+            checkpoint.play(sim, settings)
         else:
             sim.run()
     if sim.progress is not None:
@@ -74,9 +73,9 @@ def simulate(policy: Policy, config: dict[str, Any], layout: Layout, progress: b
         warnings.warn(f"run interrupted at virtual time {sim.makespan:.3g} s after "
                       f"{len(sim.history)} updates: returning the partial run", stacklevel=3)
     groups = [layout.names_in(s) for s in range(layout.shards)]
-    if policy.ring:  # no server rows to draw
+    if policy.schedule != "server":  # no server rows to draw
         groups, shard_bytes = [], []
-    run = Run(config, sim.timeline, sim.history, server.weights(), sim.makespan, groups,
+    run = Run(settings, sim.timeline, sim.history, server.weights(), sim.makespan, groups,
               shard_bytes, complete=not sim.interrupted, layout=layout,
               push_staleness=sim.push_staleness, start_loss=start_loss)
     warn_if_diverged(run)
@@ -102,23 +101,3 @@ def _score(server: ParameterServer, data: Digits, assembled: list) -> tuple[floa
     workers' shared `assembled`: in sync mode the next round's workers fetch these very
     tensors, so they reuse the weights instead of making them again."""
     return score(assemble(server.layout, server.params, assembled), data)
-
-
-MAX_SHARDS = 256
-
-
-def owner_layout(workers: int, hidden: int) -> Layout:
-    """ZeRO's layout: one near-equal key range per worker, the range it owns."""
-    return Layout.key_range(shapes(features=64, hidden=hidden, classes=10), workers)
-
-
-def make_layout(shards: int | str, hidden: int) -> Layout:
-    """The server's layout for `train(shards=...)`: "layers" or S near-equal key ranges."""
-    sizes = shapes(features=64, hidden=hidden, classes=10)
-    if shards == "layers":
-        return Layout.by_layer(sizes, LAYERS)
-    if not (isinstance(shards, Integral) and not isinstance(shards, bool)
-            and 1 <= shards <= MAX_SHARDS):
-        raise ValueError(f"shards must be 'layers' or an integer from 1 to {MAX_SHARDS} "
-                         f"(got {shards!r})")
-    return Layout.key_range(sizes, int(shards))

@@ -56,11 +56,10 @@ class Simulation:
 
     def __init__(self, server: ParameterServer, workers: list[Worker], policy: Policy,
                  cluster: Cluster, durations: np.ndarray, steps: int, shard_bytes: list[int],
-                 evaluate: Callable[[], tuple[float, float]], staleness_lr: bool = False):
+                 evaluate: Callable[[], tuple[float, float]]):
         self.server, self.workers, self.policy = server, workers, policy
         self.steps, self.accumulate = steps, workers[0].accumulate
         self.durations = durations
-        self.staleness_lr = staleness_lr  # Zhang et al.: each push's lr divided by its staleness
         self.evaluate = evaluate
         self.clock = Clock()
         # each shard's link (per direction) and the shard itself, and what their jobs cost
@@ -271,10 +270,8 @@ class Simulation:
         lag = server.versions[s] - self.fetched[rank][s]
         push[1] = max(push[1], lag)
         grads = self.workers[rank].grads  # empty in timing-only runs
-        grad = grads[s] if grads else None
-        if self.staleness_lr and grads and lag > 1:  # lr / staleness, Zhang et al.
-            grad = grad / lag
-        if server.push(s, grad):  # this push completes the shard's update
+        # the server scales a stale push (staleness_lr) and says when it completes an update
+        if server.push(s, grads[s] if grads else None, lag):
             _, shard, seconds = self.updates[s]
             start, end = shard.book(self.clock.now, seconds)
             self.timeline.add(None, s, "update", start, end, step)

@@ -51,9 +51,8 @@ def chrome_trace(run) -> dict[str, Any]:
         meta.append(dict(name="thread_sort_index", ph="M", pid=pid, tid=tid,
                          args=dict(sort_index=tid)))
     config = {k: (v if isinstance(v, (int, float, str, bool, type(None))) else repr(v))
-              for k, v in run.config.items()}
-    clock = "measured seconds" if run.config.get("backend") == "processes" else \
-        "virtual seconds"
+              for k, v in run.settings.to_dict().items()}
+    clock = "measured seconds" if run.settings.backend == "processes" else "virtual seconds"
     return dict(traceEvents=meta + events, displayTimeUnit="ms",
                 otherData=dict(pslab=config, time=f"{clock}, written as 1 s = 1e6 us"))
 

@@ -131,7 +131,7 @@ def test_one_call_runs_across_hosts_and_cleans_up():
 
     before = set(Path(tempfile.gettempdir()).glob("pslab-hosts-*"))
     run = run_across(hosts=3, bandwidth=50e6, shards=1, mode="async", steps=5)
-    assert run.complete and run.updates == 10 and run.config["mode"] == "async"
+    assert run.complete and run.updates == 10 and run.mode == "async"
     assert leftovers(own_prefix()) == []
     assert set(Path(tempfile.gettempdir()).glob("pslab-hosts-*")) == before  # its folder went
 

@@ -4,6 +4,7 @@ where JupyterLab shows it (tests/legible.py). A new figure cell in a notebook fa
 completeness test until it is listed here."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pslab  # noqa: E402
 from pslab import nas, plot, processes, replay  # noqa: E402
 from pslab.classic import explore  # noqa: E402
 from pslab.notebook import widgets as pw  # noqa: E402
+from pslab.options import ProcessOptions  # noqa: E402
 
 from legible import DPI, READABLE_PX, texts  # noqa: E402
 
@@ -26,8 +28,8 @@ WIDGET = "application/vnd.jupyter.widget-view+json"  # dashboards: drawn in the 
 def _measured(sim):
     """A measured run stand-in (notebooks 06, 07): a simulated run labelled as measured."""
     run = processes.scaled(sim, 0.02)
-    run.config = {**run.config, "backend": "processes"}
-    return run
+    on_processes = dataclasses.replace(run.settings, processes=ProcessOptions())
+    return dataclasses.replace(run, settings=on_processes)
 
 
 def _processes_stand_in():

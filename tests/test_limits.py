@@ -14,7 +14,8 @@ def no_work(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("work started before the size check")
     monkeypatch.setattr(run_module.Digits, "load", refuse)
-    monkeypatch.setattr(run_module, "Simulation", refuse)
+    for schedule in run_module.ACTORS:
+        monkeypatch.setitem(run_module.ACTORS, schedule, refuse)
 
 
 @pytest.mark.parametrize("kwargs", [dict(steps=10**9, numerics=False), dict(workers=10**7),

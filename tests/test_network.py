@@ -8,13 +8,13 @@ import pytest
 import torch
 
 import pslab
-from pslab.modes import policy_for
 from pslab.processes.calibrate import fit
 from pslab.processes.hosts import leftovers, unavailable
 from pslab.processes.launcher import launch
-from pslab.processes.options import check_options
+from pslab.options import ProcessOptions
 from pslab.processes.protocol import header, message, pack
 from pslab.processes.torchrun import Usage, parse
+from pslab.settings import Settings
 
 root_only = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
@@ -28,19 +28,18 @@ def test_a_message_carries_when_it_was_sent_to_well_under_a_microsecond():
 
 
 def test_transfers_must_be_model_or_wire():
-    assert check_options("processes", 2, 3).transfers == "model"
-    assert check_options("processes", 2, 3, transfers="wire").wire
+    assert ProcessOptions().transfers == "model" and ProcessOptions(transfers="wire").wire
     with pytest.raises(ValueError, match="transfers must be one of 'model', 'wire'"):
-        check_options("processes", 2, 3, transfers="network")
+        ProcessOptions(transfers="network")
     with pytest.raises(ValueError, match="only apply to backend='processes'"):
-        check_options("simulated", 2, 3, transfers="wire")
+        Settings.build(workers=2, steps=3, transfers="wire")
 
 
 def test_the_command_line_takes_the_timing_model_and_the_wire(tmp_path):
     job, _ = parse(["--out", str(tmp_path), "--workers", "2", "--shards", "1", "--steps", "3",
                     "--transfers", "wire", "--cluster",
                     json.dumps(dict(compute_time=0.03, speeds=[1, 0.5], latency=0.001))])
-    assert job.options.wire and job.config()["transfers"] == "wire"
+    assert job.options.wire and job.settings.processes.transfers == "wire"
     assert job.durations[1][0] == pytest.approx(0.06) and job.transfer[0] > 0.001
     for bad in ("[1, 2]", "{\"compute\": 1}", "not json"):
         with pytest.raises(Usage, match="--cluster"):
@@ -62,17 +61,15 @@ def test_on_the_wire_transfers_take_what_the_network_takes_and_sync_keeps_its_we
     """Loopback, a timing model whose transfers would take 1 s (10 ms scaled): on the wire they
     take what loopback takes, and the weights are still the simulated ones bit for bit."""
     cluster = pslab.Cluster(compute_time=1.0, latency=1.0, update_time=0.0)
-    config = dict(workers=2, accumulate=1, lr=0.5, batch=32, steps=4, shards=2, seed=0,
-                  hidden=32, cluster=cluster)
-    options = check_options("processes", 2, 4, time_scale=0.01, transfers="wire")
-    run = launch(policy_for("sync"), config, options)
+    run = launch(Settings.build(workers=2, steps=4, shards=2, cluster=cluster,
+                                backend="processes", time_scale=0.01, transfers="wire"))
     sim = pslab.train(mode="sync", workers=2, shards=2, steps=4, cluster=cluster)
     assert run.complete and pslab.processes.same_weights(run, sim)
     moves = [s for s in run.timeline if s.kind in ("fetch", "push")]
     assert len(moves) == 2 * 2 * 2 * 4 and all(s.worker in (0, 1) for s in moves)
     assert all(s.end >= s.start for s in moves)
     assert statistics.median(s.end - s.start for s in moves) < 0.005  # the model: 0.01 s
-    assert run.config["transfers"] == "wire"
+    assert run.settings.processes.transfers == "wire"
 
 
 def test_the_committed_comparison_reads_back_labelled_with_its_machine(tmp_path):

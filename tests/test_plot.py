@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 import pslab
 from pslab.drawing.sizes import CELL_IN
+from pslab.options import ProcessOptions
 from pslab import palette, replay
 from pslab.plot import (TimelinePlot, TrainingPlot, compare, flows, plot_dataflow,
                         plot_staleness, plot_timeline, plot_training)
@@ -224,9 +225,10 @@ def test_short_fetch_and_push_are_drawn_at_least_min_px_wide():
 
 
 def test_time_axis_says_whether_the_clock_was_virtual_or_measured():
-    run = pslab.train(steps=3, numerics=False)
+    run = pslab.train(steps=3)
     assert pslab.plot_timeline(run).axes[0].get_xlabel() == "virtual time (s)"
-    measured = dataclasses.replace(run, config={**run.config, "backend": "processes"})
+    on_processes = dataclasses.replace(run.settings, processes=ProcessOptions())
+    measured = dataclasses.replace(run, settings=on_processes)
     assert "measured" in pslab.plot_timeline(measured).axes[0].get_xlabel()
 
 

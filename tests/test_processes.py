@@ -90,7 +90,7 @@ def processes(**kwargs):
 
 
 def gone(run):
-    return all(not alive(p) for p in run.config["pids"])
+    return all(not alive(p) for p in run.pids)
 
 
 @pytest.mark.parametrize("mode, kwargs", [
@@ -100,7 +100,7 @@ def gone(run):
 def test_barrier_modes_on_processes_end_with_the_simulated_weights(mode, kwargs):
     run = processes(mode=mode, **kwargs)
     sim = pslab.train(mode=mode, steps=6, **{"workers": 3, **kwargs})
-    assert run.config["backend"] == "processes" and gone(run) and run.complete
+    assert run.settings.backend == "processes" and gone(run) and run.complete
     assert set(run.weights) == set(sim.weights)
     assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
     assert [r.loss for r in run.history] == [r.loss for r in sim.history]
@@ -152,7 +152,7 @@ def test_async_races_and_records_staleness_per_push():
 def test_backup_workers_carry_the_rounds_past_a_killed_worker():
     # Backup(1): each round takes the first 2 of 3 pushes, so losing one worker is survivable
     run = processes(mode=pslab.Backup(1), kill={2: 2})
-    assert "worker 2" in run.config["failures"][0] and gone(run)
+    assert "worker 2" in run.failures[0] and gone(run)
     assert run.updates == 6 and all(r.worker is None for r in run.history)
     dropped = [s for s in run.timeline if s.kind == "push" and s.note == "dropped"]
     used = sum(1 for s in run.timeline if s.kind == "push" and s.note is None)
@@ -183,7 +183,7 @@ def test_ssp_no_worker_runs_more_than_s_steps_ahead():
 def test_async_goes_on_without_a_killed_worker():
     run = processes(mode="async", kill={1: 2}, steps=6)
     assert gone(run) and not run.complete
-    assert "worker 1" in run.config["failures"][0] and "SIGKILL" in run.config["failures"][0]
+    assert "worker 1" in run.failures[0] and "SIGKILL" in run.failures[0]
     assert sorted({r.worker for r in run.history}) == [0, 1, 2]
     assert sum(r.worker == 1 for r in run.history) == 2  # steps 0 and 1, then it died
     assert sum(r.worker != 1 for r in run.history) == 12  # the others finished every step
@@ -206,8 +206,8 @@ def test_sync_with_a_hung_worker_stops_within_its_timeout():
 
 def test_async_with_a_hung_worker_finishes_without_it():
     run = processes(mode="async", hang={2: 1}, timeout=1, steps=4)
-    assert "worker 2" in run.config["failures"][0] and "stopped answering" in \
-        run.config["failures"][0]
+    assert "worker 2" in run.failures[0] and "stopped answering" in \
+        run.failures[0]
     assert sum(r.worker == 2 for r in run.history) == 1 and run.updates == 9
 
 

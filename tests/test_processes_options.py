@@ -41,14 +41,15 @@ def test_bad_process_settings_are_named_before_any_process_starts(kwargs, name, 
 def test_loopback_is_the_default_and_only_this_machines_addresses_are_taken():
     import socket
 
-    from pslab.processes.options import _addresses, check_options, interface_of
+    from pslab.options import ProcessOptions, _addresses, interface_of
+    from pslab.settings import Settings
 
-    assert check_options("processes", 3, 5).address == "127.0.0.1"
-    assert check_options("processes", 3, 5).loopback and interface_of("127.0.0.1") == "lo"
+    assert ProcessOptions().address == "127.0.0.1"
+    assert ProcessOptions().loopback and interface_of("127.0.0.1") == "lo"
     with pytest.raises(ValueError, match="not an address of this machine"):
-        check_options("processes", 3, 5, address="10.0.0.7")  # on no interface here
+        ProcessOptions(address="10.0.0.7")  # on no interface here
     own = [a for _, name in socket.if_nameindex() for a in _addresses(name)
            if not a.is_loopback and a.version == 4]
     if own:  # a machine with a network address: taken as given, not loopback
-        assert not check_options("processes", 3, 5, address=str(own[0])).loopback
-    assert check_options("simulated", 3, 5) is None
+        assert not ProcessOptions(address=str(own[0])).loopback
+    assert Settings.build(workers=3, steps=5).processes is None

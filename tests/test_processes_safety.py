@@ -189,7 +189,7 @@ def test_async_finishes_without_a_sigstopped_worker_every_time():
         run = pslab.train(mode="async", workers=3, steps=30, backend="processes", timeout=2,
                           time_scale=0.02)
         stopper.join()
-        failures = run.config["failures"]
+        failures = run.failures
         outcomes.append((bool(stopped), run.complete, len(failures),
                          "stopped answering" in " ".join(failures), _alive(stopped[0])
                          if stopped else None))

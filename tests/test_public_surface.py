@@ -161,8 +161,8 @@ def test_bad_input_is_refused_at_the_entry(case: Case, slots, monkeypatch, tmp_p
     import pslab.simulate
 
     monkeypatch.setattr(pslab.data.Digits, "load", _no_work)  # no data loaded ...
-    monkeypatch.setattr(pslab.simulate, "Simulation", _no_work)  # ... no simulation built ...
-    monkeypatch.setattr(pslab.simulate, "RingSimulation", _no_work)
+    for schedule in pslab.simulate.ACTORS:  # ... no simulation built ...
+        monkeypatch.setitem(pslab.simulate.ACTORS, schedule, _no_work)
     monkeypatch.setattr(pslab.processes.launcher, "launch", _no_work)  # ... no process started
     monkeypatch.chdir(tmp_path)
     entry = case.entry
@@ -229,7 +229,7 @@ def test_import_pslab_loads_no_torch_and_every_public_name_resolves():
             "from pslab import *\nfrom pslab import train, Cluster, SSP, Run\n"
             "import pslab.widgets, pickle\n"
             "r = train(steps=1, numerics=False)\n"
-            "print(type(pickle.loads(pickle.dumps(r))).__name__, pslab.run.Run is Run)")
+            "print(type(pickle.loads(pickle.dumps(r))).__name__, pslab.result.Run is Run)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.stdout.splitlines() == ["[]", "Run True"], done.stderr

@@ -71,7 +71,7 @@ def test_figure000_async_applies_g3_and_g2_before_g1():
 
 def test_figure002_is_three_workers_and_exactly_repeatable():
     a, b = replay.figure002(), replay.figure002()
-    assert a.workers == 3 and a.updates == a.config["steps"]
+    assert a.workers == 3 and a.updates == a.settings.steps
     assert a.timeline == b.timeline and a.history == b.history
     assert a.final_accuracy > 0.5  # it really trained
     c = replay.figure002(seed=1)

@@ -104,7 +104,7 @@ def test_the_file_never_sets_an_attribute_outside_the_fixed_list(made, tmp_path)
 def test_resumed_under_other_settings(made, tmp_path):
     def workers(meta):
         meta["settings"]["workers"] = 4
-        meta["settings"]["cluster"]["speeds"] = None
+        meta["settings"]["cluster"] = None  # the default timing model, any workers
     refused(edited(made, tmp_path, workers), "edited.ckpt")
 
     def steps(meta):  # fewer steps than the updates already made
@@ -168,9 +168,10 @@ def test_a_process_checkpoint_is_resumed_only_on_processes_asked_for(made, tmp_p
                                                                      no_processes):
     def processes(meta):  # a simulated checkpoint edited to say it ran on processes
         meta.pop("state"), meta.pop("time")
-        meta.update(backend="processes", step=1, updates=1, options=dict(
+        meta.update(backend="processes", step=1, updates=1)
+        meta["settings"]["processes"] = dict(
             time_scale=0.01, timeout=10.0, address="10.1.2.3", start_method="forkserver",
-            kill={}, hang={}, transfers="model"))
+            kill={}, hang={}, transfers="model")
     path = edited(made, tmp_path, processes)
     refused(path, "backend='processes'")
 
@@ -182,10 +183,11 @@ def test_a_process_checkpoint_with_options_train_refuses(made, tmp_path, no_proc
                                                           option, value):
     def processes(meta):
         meta.pop("state"), meta.pop("time")
-        meta.update(backend="processes", step=1, updates=1, options=dict(
+        meta.update(backend="processes", step=1, updates=1)
+        meta["settings"]["processes"] = dict(
             time_scale=0.01, timeout=10.0, address="127.0.0.1", start_method="forkserver",
-            kill={}, hang={}, transfers="model"))
-        meta["options"][option] = value
+            kill={}, hang={}, transfers="model")
+        meta["settings"]["processes"][option] = value
     path = edited(made, tmp_path, processes,
                   lambda t: t.clear() or t.update({"shard.0": torch.zeros(330),
                                                    "shard.1": torch.zeros(2080)}))
@@ -199,10 +201,11 @@ def test_a_process_checkpoint_too_big_or_misshapen(made, tmp_path, no_processes,
                                                     setting, value, tensor):
     def processes(meta):
         meta.pop("state"), meta.pop("time")
-        meta.update(backend="processes", step=1, updates=1, options=dict(
+        meta.update(backend="processes", step=1, updates=1)
+        meta["settings"]["processes"] = dict(
             time_scale=0.01, timeout=10.0, address="127.0.0.1", start_method="forkserver",
-            kill={}, hang={}, transfers="model"))
-        meta["settings"]["cluster"]["speeds"] = None
+            kill={}, hang={}, transfers="model")
+        meta["settings"]["cluster"] = None  # the default timing model, any workers
         if setting:
             meta["settings"][setting] = value
     sizes = (330, 2080) if tensor is None else (tensor, 2080)

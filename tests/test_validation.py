@@ -44,7 +44,8 @@ def test_train_rejects_bad_arguments_by_name(kwargs, name, monkeypatch):
         raise AssertionError("work started before validation")
 
     monkeypatch.setattr(run_module.Digits, "load", no_work)
-    monkeypatch.setattr(run_module, "Simulation", no_work)
+    for schedule in run_module.ACTORS:
+        monkeypatch.setitem(run_module.ACTORS, schedule, no_work)
     with pytest.raises(ValueError, match=name) as err:
         pslab.train(**kwargs)
     assert "must be" in str(err.value)
@@ -186,4 +187,4 @@ def test_a_dashboard_is_set_by_the_rule_it_is_built_by():
     assert dash.settings.workers != 100
     dash.set(lr=0.3)  # off the slider's grid, accepted as when building with lr=0.3
     assert dash.settings.lr == 0.3 == Dashboard(lr=0.3, settle_delay=None).settings.lr
-    assert dash.run.config["lr"] == 0.3
+    assert dash.run.settings.lr == 0.3

@@ -127,7 +127,7 @@ def test_lr_changes_the_loss_not_the_clock(dash):
     assert dash.figures["timeline"].panels is timeline  # the clock does not depend on lr:
     assert dash.figures["timeline"].sends == sends  # nothing is sent to the browser
     assert [r.loss for r in dash.run.history] != loss
-    assert dash.run.config["lr"] == pytest.approx(0.05)
+    assert dash.run.settings.lr == pytest.approx(0.05)
 
 
 def test_settled_run_is_exactly_pslab_train(dash):
@@ -275,9 +275,9 @@ def test_figure001_dashboard_keeps_the_work_fixed_as_accumulation_grows():
     for k in slider.options:
         dash.set(accumulate=k)
         run = dash.run
-        seen.append((run.workers * run.config["steps"] * k, run.updates, run.idle_time,
+        seen.append((run.workers * run.settings.steps * k, run.updates, run.idle_time,
                      run.makespan))
-        assert run.config["accumulate"] == k
+        assert run.settings.accumulate == k
     work, updates, idle, makespan = zip(*seen)
     assert set(work) == {4 * 24}  # the same minibatches for every k
     assert list(updates) == [24 // k for k in slider.options]
@@ -367,7 +367,7 @@ def test_ready_only_when_everything_shown_is_of_the_controls_values():
     assert seen == [("0.45", "0.45", False)] * 3  # faded and not ready while moving
     assert 'data-state="ready"' in dash.status.value
     assert dash.settings.accumulate == 5 and dash.numbers_for == dash.settings
-    assert dash.view.current(dash.settings) and dash.run.config["accumulate"] == 5
+    assert dash.view.current(dash.settings) and dash.run.settings.accumulate == 5
     assert describe(dash.run) in dash.numbers.value
     assert dash.numbers.layout.opacity == dash.figures["training"].layout.opacity == "1"
 

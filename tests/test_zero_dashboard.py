@@ -42,7 +42,7 @@ def test_memory_bars_are_each_stages_bytes_with_the_mode_on_show_outlined(change
     gradients and gathered layer (pslab.zero.worker_memory) in the unit on the axis; the
     stage of the mode on show has the thick outline; a hover says the part's bytes."""
     from pslab.drawing.zero_plot import STATES
-    from pslab.simulate import owner_layout
+    from pslab.layout import owner_layout
     from pslab.zero import worker_memory
 
     dash = zero_dashboard(settle_delay=None, **change)
@@ -72,7 +72,7 @@ def test_every_control_redraws_the_timeline(dash, change):
     before, numbers = dash.figures["timeline"].panels, dash.numbers.value
     dash.set(**change)
     assert dash.figures["timeline"].panels != before and dash.numbers.value != numbers
-    assert dash.run.config["numerics"] and 'data-state="ready"' in dash.status.value
+    assert dash.run.settings.numerics and 'data-state="ready"' in dash.status.value
     assert dash.numbers_for == dash.settings and dash.errors == []
     dash.set(**{k: getattr(ZeroSettings(), k) for k in change})  # back to the start
 

@@ -12,7 +12,11 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is needed for FSDP2 on CPU", allow_module_level=True)
 
-from pslab.processes.fsdp import train_fsdp  # noqa: E402
+
+
+def train_fsdp(**kwargs) -> pslab.Run:
+    return pslab.train(mode=pslab.ZeRO(3), backend="processes", **{"workers": 2, "steps": 5,
+                                                                   **kwargs})
 
 
 @pytest.mark.parametrize("workers, accumulate, exact", [(2, 1, True), (3, 2, False)])

@@ -47,7 +47,7 @@ def test_the_front_door_runs_collectives_on_pytorch_with_the_simulated_weights(
     real = pslab.train(mode=mode, workers=workers, steps=3, seed=2, accumulate=accumulate,
                        backend="processes")
     sim = pslab.train(mode=mode, workers=workers, steps=3, seed=2, accumulate=accumulate)
-    assert real.mode == sim.mode and real.config["backend"] == "processes"
+    assert real.mode == sim.mode and real.settings.backend == "processes"
     for name, w in sim.weights.items():
         if workers == 2 and accumulate == 1:  # one sum of two numbers: the same in any order
             assert torch.equal(real.weights[name], w), name
@@ -79,7 +79,7 @@ def test_stages_fsdp2_does_not_express_are_refused_by_name(stage):
 @pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
 @pytest.mark.parametrize("kwargs, name", [
     (dict(time_scale=0.1), "time_scale"), (dict(start_method="spawn"), "start_method"),
-    (dict(address="127.0.0.1"), "address"), (dict(cluster=pslab.Cluster()), "cluster"),
+    (dict(address="::1"), "address"), (dict(cluster=pslab.Cluster()), "cluster"),
     (dict(checkpoint=pslab.Checkpoint("x.safetensors")), "checkpoint"),
     (dict(workers=17), "workers"), (dict(workers=1), "workers"),
     (dict(numerics=False), "numerics"), (dict(kill={5: 0}), "kill"),

@@ -40,7 +40,7 @@ def flows(run: Run) -> list[Flow]:
         push = [s for s in mine if s.kind == "push"]
         pull = [s for s in mine if s.kind == "fetch"]
         out.append(Flow(
-            w, mb, mb * run.config["batch"],
+            w, mb, mb * run.settings.batch,
             len({s.step for s in push}), sum(run.shard_bytes[s.shard] for s in push),
             len({s.step for s in pull}), sum(run.shard_bytes[s.shard] for s in pull)))
     return out
@@ -81,10 +81,10 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     data_x, work_x, ps_left, ps_right = 0.9, 4.3, 8.0, 10.0
     ax.set_xlim(-0.1, 10.1)
     ax.set_ylim(-height / 2 - 0.1, height / 2 + 0.1)
-    cfg, found = run.config, flows(run)
+    cfg, found = run.settings, flows(run)
     _box(ax, data_x, 0, 1.7, 1.5, "data",
          f"{ROLE_LABELS['data']}\n{sum(f.rows for f in found)} rows read\n"
-         f"batch {cfg['batch']},\naccumulate {cfg['accumulate']}")
+         f"batch {cfg.batch},\naccumulate {cfg.accumulate}")
     # The server is as tall as the column of workers, so every arrow to it is horizontal and
     # its labels never cross another arrow (figure 000 does the same with its processors).
     top, bottom = ys[0] + 0.5, ys[-1] - 0.5

@@ -326,6 +326,6 @@ def _figsize(value: object) -> tuple[float, float] | None:
 
 def time_axis(run: Run) -> str:
     """What the time axis measures: the virtual clock, or real seconds on processes."""
-    if run.config.get("backend") == "processes":
+    if run.settings.backend == "processes":
         return "measured time (s, real processes)"
     return "virtual time (s)"

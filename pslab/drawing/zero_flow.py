@@ -46,10 +46,9 @@ def ring_flows(run: Run) -> list[RingFlow]:
     """Per worker, its collectives and the bytes it sent to its ring neighbour: each one
     (N − 1) chunks of M/N bytes, M the model's bytes."""
     as_runs(run, many=False)
-    if not run.config.get("mode") or run.config.get("backend") == "processes" or \
-            (stage_of(run.mode) == 0 and run.mode != "allreduce"):
+    if run.settings.backend == "processes" or run.settings.mode.schedule == "server":
         raise ValueError(f"run must be a simulated ZeRO(stage) or 'allreduce' run (got "
-                         f"mode={run.mode}, backend={run.config.get('backend', 'simulated')}); "
+                         f"mode={run.mode}, backend={run.settings.backend}); "
                          f"pslab.plot.plot_dataflow draws a parameter server's")
     n, model = run.workers, run.layout.size * BYTES_PER_VALUE
     chunk = (n - 1) * model / n
@@ -77,7 +76,7 @@ def plot_zero_flow(run: Run, ax: Axes | None = None) -> Figure:
     data_x, work_x, half_w, half_h, bracket = 0.3, 4.45, 1.65, 0.4, 6.3
     ax.set_xlim(-0.1, 10.1)
     ax.set_ylim(-height / 2 - 0.05, height / 2 + 0.05)
-    batch = run.config["batch"]
+    batch = run.settings.batch
     # the data as tall as the column of workers, so every arrow from it is horizontal and its
     # label never crosses another arrow (the server of figure 002 does the same)
     _box(ax, data_x, 0, 0.6, ys[0] - ys[-1] + 2 * half_h, "data", "")

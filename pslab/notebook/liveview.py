@@ -222,7 +222,7 @@ def summary(run: Run) -> dict[str, Any]:
     st = run.staleness
     return dict(mode=run.mode, workers=run.workers, makespan=run.makespan,
                 idle_fraction=run.idle_fraction, idle_time=run.idle_time, updates=run.updates,
-                minibatches=run.workers * run.config["steps"] * run.config["accumulate"],
+                minibatches=run.workers * run.settings.steps * run.settings.accumulate,
                 mean_staleness=float(np.mean(st)) if st else 0.0, max_staleness=max(st, default=0),
                 final_accuracy=run.final_accuracy)
 

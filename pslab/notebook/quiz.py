@@ -41,18 +41,18 @@ def _start_updates() -> Truth:
 def _dp_rows() -> Truth:
     run = replay.figure002()
     f = flows(run)[0]
-    cfg = run.config
-    return Truth(f.rows, f"worker 0 reads one minibatch of {cfg['batch']} rows per step, for "
-                 f"{cfg['steps']} steps: {f.minibatches} x {cfg['batch']} = {f.rows} rows. All "
+    cfg = run.settings
+    return Truth(f.rows, f"worker 0 reads one minibatch of {cfg.batch} rows per step, for "
+                 f"{cfg.steps} steps: {f.minibatches} x {cfg.batch} = {f.rows} rows. All "
                  f"{run.workers} workers together read {sum(x.rows for x in flows(run))} rows: "
-                 f"each step is one global batch of {run.workers * cfg['batch']} rows, cut in "
+                 f"each step is one global batch of {run.workers * cfg.batch} rows, cut in "
                  f"{run.workers} slices.")
 
 
 def _dp_double() -> Truth:
     base = replay.figure002()
-    kw = {k: base.config[k] for k in ("mode", "batch", "steps", "shards", "seed")}
-    more = train(workers=6, numerics=False, cluster=base.config["cluster"], **kw)
+    kw = {k: getattr(base.settings, k) for k in ("mode", "batch", "steps", "shards", "seed")}
+    more = train(workers=6, numerics=False, cluster=base.settings.cluster, **kw)
     ratio = more.makespan / base.makespan
     verdict = "halves" if ratio < 0.7 else "doubles" if ratio > 1.4 else "about the same"
     return Truth(verdict, f"every worker still makes {kw['steps']} steps of one minibatch, so "

@@ -27,7 +27,7 @@ from ..drawing.sizes import CELL_IN
 from ..drawing.timeline_plot import TimelinePlot, legend_handles, shard_label
 from ..model import single_thread
 from ..result import Run
-from ..simulate import owner_layout
+from ..layout import owner_layout
 from ..training import train
 from ..zero import worker_memory
 from .browser_figure import BrowserFigure

@@ -23,10 +23,10 @@ from ..data import Digits
 from ..files import load_tensors, save_tensors
 from ..model import init_params, layer_names, score, shapes
 from ..processes.group import Finished, Member, group
-from ..processes.options import check_faults
+from ..options import check_faults
 from ..timeline import Record, Span
 from .mode import Pipeline
-from .result import PipelineRun
+from .result import PipelineRun, PipelineSettings
 from .schedules import rank_of
 from .stages import layer_bounds
 
@@ -71,15 +71,15 @@ def train_processes(pipe: Pipeline, lr: float, batch: int, steps: int, seed: int
     faults = {name: check_faults(name, given, pipe.stages, steps)
               for name, given in (("kill", kill), ("hang", hang))}
     settings = (pipe.plain(), steps, seed, batch, lr, hidden)
-    config = dict(mode=pipe.name, workers=pipe.stages, accumulate=pipe.microbatches, lr=lr,
-                  batch=batch, steps=steps, seed=seed, hidden=hidden, backend="processes",
-                  pipeline=pipe.plain())
+    config = PipelineSettings(pipe, pipe.stages, pipe.microbatches, lr, batch, steps, seed,
+                              hidden, backend="processes")
     with group(_rank, settings, pipe.stages, pipe.name, timeout, partial=lambda done: _assemble(
             done, config, pipe, complete=False), **faults) as done:
         return _assemble(done, config, pipe, complete=True)
 
 
-def _assemble(done: Finished, config: dict, pipe: Pipeline, complete: bool) -> PipelineRun:
+def _assemble(done: Finished, config: PipelineSettings, pipe: Pipeline,
+              complete: bool) -> PipelineRun:
     """The Run from the ranks' reports and their last kept weights."""
     weights: dict[str, torch.Tensor] = {}
     last = None
@@ -95,8 +95,8 @@ def _assemble(done: Finished, config: dict, pipe: Pipeline, complete: bool) -> P
                    key=lambda s: s.start)
     history = [Record(max(s.end for s in spans if s.step == k), *done.scores[k], 0, k + 1,
                       None, k) for k in range(last + 1) if k in done.scores]
-    order = list(shapes(64, config["hidden"], 10, pipe.layers))
-    return PipelineRun(config=config, timeline=spans, history=history,
+    order = list(shapes(64, config.hidden, 10, pipe.layers))
+    return PipelineRun(settings=config, timeline=spans, history=history,
                        weights={k: weights[k] for k in order}, makespan=spans[-1].end
                        if spans else 0.0, complete=complete, pipeline=pipe)
 

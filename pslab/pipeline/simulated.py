@@ -19,7 +19,7 @@ from ..model import init_params, layer_names, score, shapes, single_thread
 from ..timeline import Record
 from .clock import Op, Transfer, execute
 from .mode import Pipeline
-from .result import PipelineRun
+from .result import PipelineRun, PipelineSettings
 from .schedules import Action, orders, rank_of
 from .stages import StageMath, layer_bounds
 
@@ -45,9 +45,7 @@ def simulate_pipeline(pipe: Pipeline, lr: float, batch: int, steps: int, seed: i
     for op in ops:
         ends[op.rank] = max(ends[op.rank], op.end)
     period = max(e + u for e, u in zip(ends, updates))
-    config = dict(mode=pipe.name, workers=p, accumulate=m, lr=lr, batch=batch, steps=steps,
-                  shards=p, seed=seed, cluster=cluster, numerics=numerics, hidden=hidden,
-                  staleness_lr=False, pipeline=pipe.plain())
+    settings = PipelineSettings(pipe, p, m, lr, batch, steps, seed, hidden, numerics, cluster)
     timeline = _timeline(ops, transfers, ends, updates, period, p, m, steps)
     params, history, start_loss = {}, [], math.nan
     if numerics:
@@ -57,7 +55,7 @@ def simulate_pipeline(pipe: Pipeline, lr: float, batch: int, steps: int, seed: i
     else:
         history = [Record(period * (t + 1), math.nan, math.nan, 0, t + 1, None, t)
                    for t in range(steps)]
-    return PipelineRun(config=config, timeline=timeline, history=history, weights=params,
+    return PipelineRun(settings=settings, timeline=timeline, history=history, weights=params,
                        makespan=period * steps, start_loss=start_loss, pipeline=pipe,
                        ops=ops, transfers=transfers, step_time=period,
                        activation_bytes=_activation_bytes(pipe, batch, hidden),

@@ -3,8 +3,8 @@
 `pslab.train(..., backend="processes")` runs each server shard and each worker as its own
 process (gloo point-to-point, loopback by default) and returns a `Run` whose timeline is
 measured with real clocks, so every plot of the simulated runs draws it unchanged. Layers:
-options (checked settings) -> job (what each process needs) -> launcher (start, watch, clean up)
--> child (one process: join, role, report) -> shard / remote (the roles, over protocol) ->
+job (what each process needs, from the run's Settings) -> launcher (start, watch, clean up) ->
+child (one process: join, role, report) -> shard / remote (the roles, over protocol) ->
 measured (reports -> Run). `python -m pslab.processes` is the same run under torchrun.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 _LAZY = {"ProcessFailure": ".launcher", "launch": ".launcher", "load_run": ".torchrun",
-         "Options": ".options", "check_options": ".options", "scaled": ".measured",
+         "scaled": ".measured",
          "same_weights": ".measured", "Hosts": ".hosts", "run_across": ".hosts",
          "HostsUnavailable": ".hosts", "load_comparison": ".comparison",
          "calibrate": ".calibrate", "live_check": ".network", "warm": ".starter"}

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from .job import Job
-from .options import interface_of
+from ..options import interface_of
 from .remote import WorkerProcess
 from .report import Report
 from .shard import Shard, Stuck

@@ -27,21 +27,23 @@ from datetime import timedelta
 
 import torch
 
-from ..checks import integer, number, one_of
+from ..checks import number, one_of
 from ..data import Digits
 from ..files import load_tensors, save_tensors
 from ..model import NAMES, init_params, score
+from ..modes import ZeRO
+from ..options import ProcessOptions
 from ..result import Params, Run
+from ..settings import Settings
 from ..timeline import Record, Span
 from .group import Finished, Member, group
-from .options import check_faults
 
 # torch.profiler ranges -> span kinds: FSDP2's collectives, and DDP's gloo all-reduce (drawn as
 # a push, the gradient leaving the worker, as the simulated all-reduce's first half is)
 KINDS = {"fsdp": {"FSDP::all_gather (": "all-gather",
                   "FSDP::post_backward_reduce (": "reduce-scatter"},
          "ddp": {"gloo:all_reduce": "push"}}
-MODES = {"fsdp": "ZeRO(3)", "ddp": "allreduce"}
+MODES = {"fsdp": ZeRO(3), "ddp": "allreduce"}
 # timed across hosts: the span kind of a step's time besides the compute slept (collectives)
 STAMPED = {"fsdp": "all-gather", "ddp": "push"}
 WEIGHTS = "weights.safetensors"  # rank 0's whole weights after its last update
@@ -71,24 +73,21 @@ class MLP(torch.nn.Module):
         return self.output(torch.tanh(self.hidden(x)))
 
 
-def train_fsdp(workers: int = 2, steps: int = 5, seed: int = 0, batch: int = 32,
-               lr: float = 0.5, hidden: int = 32, accumulate: int = 1, timeout: float = 10.0,
-               kill: dict[int, int] | None = None, hang: dict[int, int] | None = None) -> Run:
-    """Train with FSDP2 over `workers` processes; returns the Run: final weights (pslab's
-    names) and the measured timeline of every step's compute and collectives. timeout: seconds
-    without a word from any process before the run stops; kill / hang ({worker: step}): that
-    process kills itself (SIGKILL) / stops answering at that step (a fault on purpose)."""
-    return _train("fsdp", workers, steps, seed, batch, lr, hidden, accumulate, timeout, kill,
-                  hang)
-
-
-def train_ddp(workers: int = 2, steps: int = 5, seed: int = 0, batch: int = 32,
-              lr: float = 0.5, hidden: int = 32, accumulate: int = 1, timeout: float = 10.0,
-              kill: dict[int, int] | None = None, hang: dict[int, int] | None = None) -> Run:
-    """The all-reduce baseline on processes: PyTorch's DistributedDataParallel (every process
-    the whole model, gradients averaged by gloo's all-reduce); arguments as `train_fsdp`."""
-    return _train("ddp", workers, steps, seed, batch, lr, hidden, accumulate, timeout, kill,
-                  hang)
+def collectives(settings: Settings, compute: tuple[float, ...] | None = None,
+                hosts: list[str] | None = None) -> Run:
+    """Train checked `settings` (mode ZeRO(3): FSDP2, or "allreduce": DDP) over `workers`
+    processes; returns the Run: final weights (pslab's names) and the measured timeline of
+    every step's compute and collectives. The process options' timeout (seconds without a
+    word from any process before the run stops) and kill / hang ({worker: step}: that process
+    kills itself (SIGKILL) / stops answering at that step, a fault on purpose) apply.
+    compute, hosts: as `train_across`."""
+    s, options = settings, settings.processes
+    wrap = "fsdp" if s.mode.schedule == "zero" else "ddp"
+    args = (s.workers, s.steps, s.seed, s.batch, s.lr, s.hidden, s.accumulate, wrap, compute)
+    with group(_worker, args, s.workers, s.mode.name, options.timeout,
+               partial=lambda done: _assemble(done, s, complete=False), hosts=hosts,
+               kill=options.kill, hang=options.hang) as done:
+        return _assemble(done, s, complete=True)
 
 
 def train_across(wrap: str, hosts: Sequence[str], compute: Sequence[float], steps: int = 5,
@@ -103,31 +102,12 @@ def train_across(wrap: str, hosts: Sequence[str], compute: Sequence[float], step
     compute = tuple(number("compute (seconds)", c, positive=True, high=60) for c in compute)
     if len(compute) != len(hosts):
         raise ValueError(f"compute must give one time per host ({len(hosts)}; got {compute})")
-    return _train(wrap, len(hosts), steps, 0, 32, 0.5, 32, accumulate, timeout, None, None,
-                  compute, list(hosts))
+    settings = Settings(mode=MODES[wrap], workers=len(hosts), steps=steps, accumulate=accumulate,
+                        processes=ProcessOptions(timeout=timeout))
+    return collectives(settings, compute, list(hosts))
 
 
-def _train(wrap: str, workers: int, steps: int, seed: int, batch: int, lr: float, hidden: int,
-           accumulate: int, timeout: float, kill: dict[int, int] | None,
-           hang: dict[int, int] | None, compute: tuple[float, ...] | None = None,
-           hosts: list[str] | None = None) -> Run:
-    workers = integer("workers (FSDP2 and DDP need at least 2)", workers, low=2, high=16)
-    steps, batch = integer("steps", steps, high=10**5), integer("batch", batch, high=1797)
-    hidden, accumulate = integer("hidden", hidden, high=4096), integer("accumulate", accumulate)
-    seed, lr = integer("seed", seed, low=0), number("lr", lr, positive=True)
-    timeout = number("timeout (seconds)", timeout, positive=True, high=86400)
-    faults = {name: check_faults(name, given, workers, steps)
-              for name, given in (("kill", kill), ("hang", hang))}
-    mode = MODES[wrap]
-    settings = (workers, steps, seed, batch, lr, hidden, accumulate, wrap, compute)
-    config = dict(mode=mode, workers=workers, accumulate=accumulate, lr=lr, batch=batch,
-                  steps=steps, seed=seed, hidden=hidden, backend="processes")
-    with group(_worker, settings, workers, mode, timeout, partial=lambda done: _assemble(
-            done, config, complete=False), hosts=hosts, **faults) as done:
-        return _assemble(done, config, complete=True)
-
-
-def _assemble(done: Finished, config: dict, complete: bool) -> Run:
+def _assemble(done: Finished, settings: Settings, complete: bool) -> Run:
     """The Run from what the processes reported and rank 0's last weights: every step's
     measured spans, and a history record per update up to those weights."""
     meta, tensors = load_tensors(os.path.join(done.folder, WEIGHTS), "weights")
@@ -139,7 +119,7 @@ def _assemble(done: Finished, config: dict, complete: bool) -> Run:
                    key=lambda sp: sp.start)
     history = [Record(max(sp.end for sp in spans if sp.step == k), *done.scores[k], 0, k + 1,
                       None, k) for k in range(last + 1) if k in done.scores]
-    return Run(config, spans, history, {name: tensors[name] for name in NAMES},
+    return Run(settings, spans, history, {name: tensors[name] for name in NAMES},
                max(sp.end for sp in spans), complete=complete)
 
 

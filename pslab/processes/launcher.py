@@ -19,22 +19,20 @@ import threading
 from contextlib import contextmanager
 import time
 import warnings
-from dataclasses import asdict, replace
+from dataclasses import replace
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Iterator
 
 import torch
 
-from ..checkpoint import FORMAT, load_file, plain_settings
+from ..checkpoint import FORMAT, load_file
 from ..files import save_tensors
-from ..modes import Policy
 from ..result import Run
-from ..simulate import make_layout
+from ..settings import Settings
 from .child import Meeting, main
 from .job import Job, make_job
 from .measured import assemble
-from .options import Options
 from .report import unbatch
 from .starter import SERVER, context
 
@@ -91,21 +89,14 @@ class CheckpointNotWritten(OSError):
     """The launcher could not write a round to the checkpoint file: the run stops at once."""
 
 
-def plain_options(options: Options) -> dict[str, Any]:
-    """The backend's options as JSON-able values (kill/hang keys as strings, as JSON has)."""
-    return dict(asdict(options), kill={str(k): v for k, v in options.kill.items()},
-                hang={str(k): v for k, v in options.hang.items()})
-
-
-def launch(policy: Policy, config: dict[str, Any], options: Options, progress: bool = False,
-           checkpoint: Any = None) -> Run:
-    """Run train's validated `config` on real processes (see pslab.train, backend="processes").
+def launch(settings: Settings, progress: bool = False, checkpoint: Any = None) -> Run:
+    """Run checked `settings` on real processes (see pslab.train, backend="processes").
     checkpoint: a pslab.Checkpoint(path): the server's shards are written there after every
     complete round (barrier modes), for `pslab.resume(path, backend="processes")`; one that is
     resuming: new processes start from the file's last complete round, its shards checked
-    against these settings' layout before any process starts (faults asked for on purpose are
-    not asked again), and go on writing their rounds to the same file."""
-    start = {}
+    against these settings' layout before any process starts, and go on writing their rounds
+    to the same file."""
+    policy, start = settings.mode, {}
     if checkpoint is not None:
         if checkpoint.at is not None or not policy.waits_for_update:
             raise ValueError("with backend='processes' a checkpoint is the server's shards after "
@@ -113,32 +104,32 @@ def launch(policy: Policy, config: dict[str, Any], options: Options, progress: b
                              f"rounds (sync, SSP(0), Backup) (got {checkpoint!r}, "
                              f"mode={policy.name})")
         if checkpoint.resuming:
-            start = resumed(checkpoint.path, config)
-            options = replace(options, kill={}, hang={})
+            start = resumed(checkpoint.path, settings)
         checkpoint = str(checkpoint.path)
-    job = replace(make_job(policy, config, options), checkpoint=checkpoint, **start)
-    return Launch(job, progress, dict(config, mode=policy)).run()
+    job = replace(make_job(settings), checkpoint=checkpoint, **start)
+    return Launch(job, progress).run()
 
 
-def resumed(path: Path, config: dict[str, Any]) -> dict[str, Any]:
-    """start_step and start_keys of a process checkpoint written by a run of `config`."""
+def resumed(path: Path, settings: Settings) -> dict[str, Any]:
+    """start_step and start_keys of a process checkpoint written by a run of `settings` (its
+    process options aside: where the processes listen and the faults are the resuming call's)."""
     saved, found = load_file(path)
-    if saved["backend"] != "processes" or saved["settings"] != plain_settings(config):
+    written = dict(saved["settings"], processes=None)
+    if saved["backend"] != "processes" or written != dict(settings.to_dict(), processes=None):
         raise ValueError(f"checkpoint {path} was written by another run; resume it with "
-                         f"pslab.resume(path)")
-    if saved["step"] >= config["steps"]:
+                         f"pslab.resume(path, backend='processes')")
+    if saved["step"] >= settings.steps:
         raise ValueError(f"checkpoint {path} is of a finished run ({saved['step']} of "
-                         f"{config['steps']} rounds)")
-    layout = make_layout(config["shards"], config["hidden"])
+                         f"{settings.steps} rounds)")
+    layout = settings.layout
     tensors = found.tensors({f"shard.{s}": (layout.keys(s),) for s in range(layout.shards)})
     return dict(start_step=saved["step"],
                 start_keys=tuple(tensors[f"shard.{s}"].numpy() for s in range(layout.shards)))
 
 
 class Launch:
-    def __init__(self, job: Job, progress: bool = False, settings: dict | None = None):
+    def __init__(self, job: Job, progress: bool = False):
         self.job = job
-        self.settings = settings  # train's arguments, for a checkpoint to resume with
         self.rounds: dict[int, dict[int, Any]] = {}  # version -> shard -> keys (checkpoints)
         self.spans: list = []
         self.updates: list[dict] = []
@@ -311,8 +302,8 @@ class Launch:
         if len(shards) < self.job.num_shards:
             return
         version = update["version"]
-        meta = dict(format=FORMAT, backend="processes", settings=plain_settings(self.settings),
-                    options=plain_options(self.job.options), step=version, updates=version)
+        meta = dict(format=FORMAT, backend="processes", settings=self.job.settings.to_dict(),
+                    step=version, updates=version)
         keys = {f"shard.{s}": torch.from_numpy(shards[s]) for s in range(self.job.num_shards)}
         try:
             save_tensors(self.job.checkpoint, keys, meta)

@@ -53,9 +53,9 @@ def _assemble(job: Job, spans: list[Span], updates: list[dict[str, Any]], comple
     groups = [layout.names_in(s) for s in range(layout.shards)]
     shard_bytes = layout.shard_bytes()
     start_loss = evaluate(layout.unflatten(torch.cat(start)), data.x_train, data.y_train)[0]
-    return Run({**job.config(), **extra}, timeline, history, layout.unflatten(torch.cat(final)),
+    return Run(job.settings, timeline, history, layout.unflatten(torch.cat(final)),
                makespan, groups, shard_bytes, complete=complete, layout=layout,
-               push_staleness=push_staleness(pushes), start_loss=start_loss)
+               push_staleness=push_staleness(pushes), start_loss=start_loss, **extra)
 
 
 def push_staleness(pushes: list[dict[str, Any]]) -> list[int]:
@@ -131,8 +131,7 @@ def scaled(run: Run, factor: float) -> Run:
     the processes take (factor = time_scale), to draw it on one axis with a measured run."""
     timeline = [s._replace(start=s.start * factor, end=s.end * factor) for s in run.timeline]
     history = [r._replace(time=r.time * factor) for r in run.history]
-    return replace(run, timeline=timeline, history=history, makespan=run.makespan * factor,
-                   config={**run.config, "time_scale": factor})
+    return replace(run, timeline=timeline, history=history, makespan=run.makespan * factor)
 
 
 def same_weights(a: Run, b: Run) -> bool:

@@ -117,15 +117,12 @@ def simulate(case: Case, link: Link, steps: int):
     """The case on the virtual clock, with the settings the measured ranks take by default
     (python -m pslab.processes: lr 0.5, batch 32, seed 0, hidden 32)."""
     from ..cluster import Cluster
-    from ..simulate import make_layout, owner_layout, simulate as on_the_clock
+    from ..settings import Settings
+    from ..simulate import simulate as on_the_clock
 
-    policy = case.policy()
-    config = dict(case.settings(), mode=policy.name, steps=steps, lr=0.5, batch=32, seed=0,
-                  hidden=32, numerics=True, staleness_lr=False,
-                  cluster=Cluster(**timing(case, link)))
-    layout = owner_layout(case.workers, 32) if policy.stage else \
-        make_layout(1 if case.collective else case.shards, 32)
-    return on_the_clock(policy, config, layout)
+    given = dict(case.settings(), mode=case.policy(), shards=1 if case.collective else case.shards)
+    return on_the_clock(Settings(**given, steps=steps, lr=0.5, batch=32, seed=0, hidden=32,
+                                 cluster=Cluster(**timing(case, link))))
 
 
 def step_time(run) -> float:
@@ -133,7 +130,7 @@ def step_time(run) -> float:
     next's, the slowest worker's (it sets the pace: the makespan is its steps). A median, so
     that a moment when other programs took the two cores does not decide it."""
     per_worker = []
-    for w in range(run.config["workers"]):
+    for w in range(run.workers):
         first: dict[int, float] = {}
         for s in run.timeline:
             if s.worker == w and s.kind == "compute":
@@ -149,7 +146,7 @@ def waiting(run) -> float:
     (the packets queue in the shaper), where the simulation draws it as idle ("queue")."""
     start = min((s.start for s in run.timeline if s.kind in ("fetch", "push")), default=0.0)
     computing = sum(s.end - s.start for s in run.timeline if s.kind == "compute")
-    return 1 - computing / (run.config["workers"] * (run.makespan - start))
+    return 1 - computing / (run.workers * (run.makespan - start))
 
 
 class _Interval(NamedTuple):

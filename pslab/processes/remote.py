@@ -96,8 +96,8 @@ class WorkerProcess:
     def __init__(self, job: Job, w: int, report: Report):
         self.job, self.w, self.report = job, w, report
         layout = job.layout()
-        self.worker = Worker(w, Digits.load(job.seed), job.workers, job.accumulate, job.batch,
-                             layout=layout)  # device: cuda:w when GPUs exist, else the CPU
+        self.worker = Worker(w, Digits.load(job.seed), job.workers, job.settings.accumulate,
+                             job.settings.batch, layout=layout)  # device: cuda:w when GPUs exist, else the CPU
         self.server = RemoteServer(job, layout)
         # torch's first backward in a fresh process costs ~0.1 s of one-time set-up: pay it
         # here, or the first measured minibatch looks like a straggler's
@@ -130,7 +130,7 @@ class WorkerProcess:
         last one. "wire": the blocks end when the model says (the arithmetic done inside the
         last one, unless it takes longer), so that what differs from the simulation is the
         network's doing, not this machine's arithmetic."""
-        job, k, wire = self.job, self.job.accumulate, self.job.options.wire
+        job, k, wire = self.job, self.job.settings.accumulate, self.job.options.wire
         spans, t = [], now()
         end = t
         for micro in range(k):

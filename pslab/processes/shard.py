@@ -35,8 +35,9 @@ class Shard:
         self.job, self.index, self.report = job, index, report
         layout = job.layout()
         params = init_params(64, job.hidden, 10, job.seed)  # the digits: 64 pixels, 10 classes
-        self.server = ParameterServer(params, layout, job.policy.server_lr(job.lr, job.workers),
-                                      aggregate=job.policy.aggregate(job.workers))
+        lr = job.policy.server_lr(job.settings.lr, job.workers)
+        self.server = ParameterServer(params, layout, lr, job.policy.aggregate(job.workers),
+                                      job.settings.staleness_lr)
         self.keys = layout.keys(index)
         if job.start_keys is not None:  # resumed: the shard as the checkpoint left it
             self.server.params[index] = torch.from_numpy(job.start_keys[index].copy())
@@ -111,13 +112,11 @@ class Shard:
                 self.wait(lambda: order[step][self.turn[step]] == w)
                 self.turn[step] += 1
             lag = self.server.versions[self.index] - version
-            if self.job.staleness_lr and lag > 1:  # lr / staleness (Zhang et al. 2016)
-                grad = grad / lag
             self.report.hold("push", dict(worker=w, step=step, staleness=lag, time=b))
             self.round_stale = max(self.round_stale, lag)
             self.received += 1
             seq = self.received
-            applied = self.server.push(self.index, grad)
+            applied = self.server.push(self.index, grad, lag)
             self.pushed[w] = step + 1
             stale, self.round_stale = (self.round_stale, 0) if applied else (0, self.round_stale)
             new_version, keys = self.server.pull(self.index)

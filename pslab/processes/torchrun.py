@@ -22,19 +22,19 @@ from typing import Literal
 
 from msgspec import Struct
 
-from ..checks import integer, number
-from ..data import dataset_size
 from ..files import check_shape, parse_json, read_small, write_atomic
-from ..limits import check_fits
-from ..modes import SSP, Backup, SoftSync, policy_for
+from ..modes import SSP, Backup, SoftSync
 from ..result import Run
-from ..simulate import make_layout
+from ..settings import Settings
 from .child import main as play
 from .job import Job, make_job
 from .measured import assemble
-from .options import check_options
 from .rankfile import read_rank
 from .report import start_file
+
+
+FLAGS = ("mode", "workers", "shards", "steps", "accumulate", "lr", "batch", "seed", "hidden",
+         "time_scale", "timeout", "address", "transfers", "cluster")
 
 
 def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
@@ -56,31 +56,23 @@ def parse(argv: list[str] | None = None) -> tuple[Job, Path]:
     a = p.parse_args(argv)
     mode = parse_mode(a.mode)
     shards = int(a.shards) if a.shards.isdigit() else a.shards
-    check_flags(a, policy_for(mode), shards)
-    options = check_options("processes", a.workers, a.steps, time_scale=a.time_scale,
-                            timeout=a.timeout, address=a.address, transfers=a.transfers)
-    config = dict(workers=a.workers, accumulate=a.accumulate, lr=a.lr, batch=a.batch,
-                  steps=a.steps, shards=shards, seed=a.seed, hidden=a.hidden)
-    return make_job(policy_for(mode), dict(config, cluster=cluster_from(a.cluster)),
-                    options), Path(a.out)
-
-
-def check_flags(a: argparse.Namespace, policy, shards: int | str) -> None:
-    """The flags' values as train checks its arguments, each refused by its flag's name before
-    any work (a Usage error: one line, exit code 2), the run's memory included."""
     try:
-        for flag in ("workers", "steps", "accumulate", "hidden"):
-            integer(f"--{flag}", getattr(a, flag))
-        integer("--batch", a.batch, high=dataset_size())
-        integer("--seed", a.seed, low=0, high=2**64 - 1)
-        number("--lr", a.lr, positive=True)
-        policy.check(a.workers, a.steps)
-        layout = make_layout(shards, a.hidden)
-        check_fits(workers=a.workers, steps=a.steps, accumulate=a.accumulate,
-                   shards=layout.shards, keys=layout.size, batch=a.batch, hidden=a.hidden,
-                   numerics=True, updates=a.workers * a.steps // policy.aggregate(a.workers))
-    except ValueError as error:
-        raise Usage(str(error)) from None
+        settings = Settings.build(
+            mode=mode, workers=a.workers, accumulate=a.accumulate, lr=a.lr, batch=a.batch,
+            steps=a.steps, shards=shards, seed=a.seed, hidden=a.hidden,
+            cluster=cluster_from(a.cluster), backend="processes", time_scale=a.time_scale,
+            timeout=a.timeout, address=a.address, transfers=a.transfers)
+    except Usage:
+        raise
+    except ValueError as error:  # the settings' own checks, named by the flag they came from
+        raise Usage(as_flag(str(error))) from None
+    return make_job(settings), Path(a.out)
+
+
+def as_flag(message: str) -> str:
+    """A settings check's message, its leading setting named as the command line's flag."""
+    name, _, rest = message.partition(" ")
+    return f"--{name.replace('_', '-')} {rest}" if name in FLAGS else message
 
 
 def cluster_from(text: str):
@@ -197,7 +189,7 @@ def load_run(folder: str | Path) -> Run:
             elif kind == "done":
                 done += 1
     return assemble(job, spans, updates, done == job.world,
-                    dict(launcher="torchrun", failures=errors), pushes)
+                    dict(failures=errors), pushes)
 
 
 def without_address(argv: list[str]) -> list[str]:

@@ -1,8 +1,10 @@
-"""The settings only the process backend has, checked before any process starts.
+"""The settings only the process backend has: `ProcessOptions`, the nested part of a run's
+`Settings` (pslab/settings.py) that is None on the simulated clock.
 
-`train(..., backend="processes")` hands these to `check_options`, which raises one clear
-ValueError naming the bad setting (an address that is not an address, a negative timeout, ...)
-or returns them as an `Options`. It imports nothing heavy, so `import pslab` stays fast.
+Each option's own rule is checked here, when the object is made (a ValueError naming it: an
+address that is not one of this machine's, a negative timeout, ...); the rules that need the
+rest of the run (a fault's worker and step, how many processes) are `Settings`' own. It imports
+nothing heavy, so `import pslab` stays fast.
 """
 from __future__ import annotations
 
@@ -12,36 +14,49 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checks import integer, number, one_of
+from .checks import integer, number, one_of
 
 LOOPBACK = "127.0.0.1"  # the literal, never "localhost": c10d may try IPv6 for a name
 START_METHODS = ("forkserver", "spawn")
 TRANSFERS = ("model", "wire")
-DEFAULTS = dict(time_scale=0.01, timeout=10.0, address=LOOPBACK, start_method="forkserver",
-                kill=None, hang=None, transfers="model")
+# a run sleeps time_scale real seconds per virtual one and waits up to timeout for a message:
+# beyond these it would only look hung
+LONGEST_SCALE, LONGEST_WAIT = 60.0, 86400.0
 
 
 @dataclass(frozen=True)
-class Options:
+class ProcessOptions:
     """time_scale: real seconds a worker sleeps per virtual second of the timing model (0: no
     sleeping, raw speed). timeout: seconds without any sign of progress before the run stops
     with an error (gloo's own default is 30 minutes). address: the IPv4/IPv6 address the
     processes meet on (loopback unless asked). start_method: how processes start.
     kill / hang: {worker: step}: that worker process kills itself (SIGKILL) / stops responding
-    when it reaches that step, to see what each mode does with a fault.
+    when it reaches that step, to see what each mode does with a fault (their range is checked
+    by `Settings`, which knows the workers and steps).
     transfers: "model" (a shard holds its link for the timing model's transfer time, scaled,
     on top of what the real message takes: the timeline looks like the simulated one) or
     "wire" (no such wait: a transfer takes what the network takes, drawn from the moment the
     sender sent it to the moment it arrived; compute and updates still sleep the model's
     times, scaled). "wire" is how a run across shaped links is compared with the simulation."""
 
-    time_scale: float = DEFAULTS["time_scale"]
-    timeout: float = DEFAULTS["timeout"]
+    time_scale: float = 0.01
+    timeout: float = 10.0
     address: str = LOOPBACK
     start_method: str = "forkserver"
     kill: dict[int, int] = field(default_factory=dict)
     hang: dict[int, int] = field(default_factory=dict)
     transfers: str = "model"
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__  # frozen: the checked values replace the given ones once
+        put(self, "time_scale", number("time_scale", self.time_scale, high=LONGEST_SCALE))
+        put(self, "timeout", number("timeout", self.timeout, positive=True, high=LONGEST_WAIT))
+        put(self, "address", _address(self.address))
+        one_of("start_method", self.start_method, START_METHODS)
+        one_of("transfers", self.transfers, TRANSFERS)
+        for name in ("kill", "hang"):
+            if getattr(self, name) is None:
+                put(self, name, {})
 
     @property
     def wire(self) -> bool:
@@ -51,38 +66,32 @@ class Options:
     def loopback(self) -> bool:
         return ipaddress.ip_address(self.address).is_loopback
 
+    def to_dict(self) -> dict[str, Any]:
+        """The options as JSON values (kill/hang keys as strings, as JSON has them)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return dict(out, kill={str(k): v for k, v in self.kill.items()},
+                    hang={str(k): v for k, v in self.hang.items()})
 
-# a run sleeps time_scale real seconds per virtual one and waits up to timeout for a message:
-# beyond these it would only look hung
-LONGEST_SCALE, LONGEST_WAIT = 60.0, 86400.0
-MAX_PROCESSES = 64  # shards + workers: each is a whole Python process with torch loaded
+    @classmethod
+    def from_dict(cls, values: Any) -> "ProcessOptions":
+        """The options `to_dict` wrote, checked again (kill/hang keys back to ints)."""
+        if not isinstance(values, dict) or set(values) - set(cls.__dataclass_fields__):
+            raise ValueError(f"process options must be a dict of "
+                             f"{', '.join(cls.__dataclass_fields__)} (got {values!r})")
+        faults = {name: {int(k) if isinstance(k, str) and k.isdigit() else k: v
+                         for k, v in values[name].items()}
+                  for name in ("kill", "hang") if isinstance(values.get(name), dict)}
+        return cls(**dict(values, **faults))
 
 
-def check_options(backend: str, workers: int, steps: int, shards: int = 1,
-                  **given: Any) -> Options | None:
-    """Options for `backend` ("simulated": None; process-only settings are then refused)."""
-    one_of("backend", backend, ("simulated", "processes"))
-    if backend == "processes" and shards + workers > MAX_PROCESSES:
-        raise ValueError(f"workers + shards must be at most {MAX_PROCESSES} with backend="
-                         f"'processes', one OS process each (got {workers} + {shards})")
-    unknown = sorted(set(given) - set(DEFAULTS))
-    if unknown:
-        raise ValueError(f"unknown process option(s) {', '.join(unknown)}; allowed: "
-                         f"{', '.join(DEFAULTS)}")
-    if backend == "simulated":
-        used = [k for k, v in given.items() if v is not None]
-        if used:
-            raise ValueError(f"{', '.join(used)} only apply to backend='processes' "
-                             f"(got backend='simulated')")
-        return None
-    v = {k: (DEFAULTS[k] if given.get(k) is None else given[k]) for k in DEFAULTS}
-    return Options(time_scale=number("time_scale", v["time_scale"], high=LONGEST_SCALE),
-                   timeout=number("timeout", v["timeout"], positive=True, high=LONGEST_WAIT),
-                   address=_address(v["address"]),
-                   start_method=one_of("start_method", v["start_method"], START_METHODS),
-                   kill=check_faults("kill", v["kill"], workers, steps),
-                   hang=check_faults("hang", v["hang"], workers, steps),
-                   transfers=one_of("transfers", v["transfers"], TRANSFERS))
+def check_faults(name: str, value: Any, workers: int, steps: int) -> dict[int, int]:
+    """{worker: step} of a fault on purpose (kill, hang): workers 0..N-1, steps 0..steps-1."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a dict {{worker: step}} (got {value!r})")
+    return {integer(f"{name} worker", w, low=0, high=workers - 1):
+            integer(f"{name} step", s, low=0, high=steps - 1) for w, s in value.items()}
 
 
 def _address(value: Any) -> str:
@@ -137,13 +146,3 @@ def _addresses(name: str) -> set:
     except OSError:
         pass
     return found
-
-
-def check_faults(name: str, value: Any, workers: int, steps: int) -> dict[int, int]:
-    """{worker: step} of a fault on purpose (kill, hang): workers 0..N-1, steps 0..steps-1."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ValueError(f"{name} must be a dict {{worker: step}} (got {value!r})")
-    return {integer(f"{name} worker", w, low=0, high=workers - 1):
-            integer(f"{name} step", s, low=0, high=steps - 1) for w, s in value.items()}
