@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Sequence
 from datetime import timedelta
 
 from ..checks import integer
@@ -51,20 +52,27 @@ class Link:
         return self.bandwidth * 8 / self.asked - 1
 
 
+CREDIT = 2_000  # bytes: more than a token bucket's first frame (hosts.py's burst, 1600 B)
+
+
 def fit(samples: dict[int, float]) -> tuple[float, float]:
-    """Least squares seconds = a + bytes * b over the samples, a >= 0: (a, 1 / b). A line
-    that would cross below zero (a token bucket lets a message's first frame through at once,
-    earlier than a wire would) is fitted through the origin instead: the best line a Cluster,
-    whose latency cannot be negative, can hold."""
-    xs, ys = list(samples), list(samples.values())
+    """Least squares seconds = a + bytes * b over the samples larger than CREDIT bytes, a >= 0:
+    (a, 1 / b). After a pause a token bucket lets a message's first frame through at once
+    (1600 B: 12.8 ms at 1 Mbit/s, 0.26 ms at 50), so a lone message's line crosses zero below
+    zero; one queued behind another gets no such credit and takes bytes * b. The slope is the
+    shaper's steady rate, measured without that credit, and the line is kept at latency 0 where
+    it would go below: a Cluster's latency cannot be negative (and the credit is a shaper's,
+    not a wire's). A header alone (under CREDIT) rides the credit whole: it says what a message
+    costs besides its bytes, and is left out of the line."""
+    big = {n: t for n, t in samples.items() if n > CREDIT}
+    xs, ys = (list(big), list(big.values())) if len(big) >= 2 else (list(samples),
+                                                                       list(samples.values()))
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
     if slope <= 0:
         raise RuntimeError(f"the link's times do not grow with the bytes ({samples}): "
                            f"nothing to fit a bandwidth to")
-    if my - slope * mx < 0:
-        return 0.0, sum(x * x for x in xs) / sum(x * y for x, y in zip(xs, ys))
-    return my - slope * mx, 1.0 / slope
+    return max(0.0, my - slope * mx), 1.0 / slope
 
 
 def calibrate(bandwidth: float, repeats: int = 7, sizes=SIZES, timeout: float = 120.0) -> Link:
@@ -88,6 +96,81 @@ def calibrate(bandwidth: float, repeats: int = 7, sizes=SIZES, timeout: float = 
     samples = {int(n): statistics.median(ts) / 2 for n, ts in measured.items()}
     latency, rate = fit(samples)
     return Link(latency, rate, float(bandwidth), samples)
+
+
+def transfers(bandwidth: float, plan: Sequence[tuple[int, int, int]], hosts: int,
+              repeats: int = 5, timeout: float = 120.0) -> list[list[float]]:
+    """Transfers started at one instant on `hosts` hosts, host 0 behind a link shaped to
+    `bandwidth` bits per second (a shard's), the others unshaped (workers'). plan: (from host,
+    to host, bytes) per transfer, e.g. [(0, 1, n), (2, 0, n)] a fetch and a push at once. Every
+    receive is posted before the start, as a shard's and a worker's are (gloo's send waits for
+    the receiver's notice, which travels the other way). Returns, per repeat, each transfer's
+    seconds from the start until it had arrived. Root only; the hosts are removed afterwards."""
+    repeats = integer("repeats", repeats, high=100)
+    hosts = integer("hosts", hosts, low=2, high=16)
+    plan = [(integer("from host", a, low=0, high=hosts - 1),
+             integer("to host", b, low=0, high=hosts - 1), integer("bytes", n, low=4, high=10**8))
+            for a, b, n in plan]
+    with Hosts(hosts, bandwidth=[bandwidth] + [None] * (hosts - 1)) as made:
+        args = [sys.executable, "-m", "pslab.processes.calibrate", "--master", made.addresses[0],
+                "--repeats", str(repeats), "--plan", json.dumps(plan), "--world", str(hosts)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        procs = [made.run(r, [*args, "--rank", str(r)], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) for r in range(hosts)]
+        codes = wait_all(procs, timeout)
+        if codes != [0] * hosts:
+            words = [p.stderr.read()[-500:] if p.poll() is not None else "(still running)"
+                     for p in procs]
+            raise RuntimeError(f"the transfers failed (exit codes {codes}): {words}")
+        arrived = [json.loads(p.stdout.read()) for p in procs]
+    return [[next(a[str(i)][k] for a in arrived if str(i) in a) for i in range(len(plan))]
+            for k in range(repeats)]
+
+
+def timed_transfers(rank: int, world: int, master: str, plan: list, repeats: int
+                    ) -> dict[int, list[float]]:
+    """One host's part of `transfers`: its receives' arrival times, per transfer it receives."""
+    import threading
+
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    os.environ["GLOO_SOCKET_IFNAME"] = "eth0"
+    dist.init_process_group("gloo", init_method=f"tcp://{master}:{PORT}", rank=rank,
+                            world_size=world, timeout=timedelta(seconds=60))
+    times: dict[int, list[float]] = {i: [] for i, (_, b, _) in enumerate(plan) if b == rank}
+    try:
+        for turn in range(repeats + 1):  # one warm-up: connections, first buffers
+            dist.barrier()
+            start = torch.tensor([time.perf_counter() + 0.2], dtype=torch.float64)
+            dist.broadcast(start, 0)  # CLOCK_MONOTONIC: one clock for every namespace
+            t0 = float(start)
+            posted = {i: dist.irecv(torch.zeros(n // 4), a, tag=i)
+                      for i, (a, b, n) in enumerate(plan) if b == rank}
+            time.sleep(max(0.0, t0 - time.perf_counter()))
+            sends = [dist.isend(torch.zeros(n // 4), b, tag=i)
+                     for i, (a, b, n) in enumerate(plan) if a == rank]
+            ends: dict[int, float] = {}
+
+            def arrive(i: int) -> None:
+                posted[i].wait()
+                ends[i] = time.perf_counter() - t0
+
+            waiting = [threading.Thread(target=arrive, args=(i,)) for i in posted]
+            for t in waiting:
+                t.start()
+            for t in waiting:
+                t.join()
+            for w in sends:
+                w.wait()
+            if turn:
+                for i, end in ends.items():
+                    times[i].append(end)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    return times
 
 
 def ping_pong(rank: int, master: str, sizes: list[int], repeats: int) -> dict[int, list]:
@@ -122,12 +205,19 @@ def ping_pong(rank: int, master: str, sizes: list[int], repeats: int) -> dict[in
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m pslab.processes.calibrate",
-                                description="one end of a link's ping-pong (see calibrate())")
-    p.add_argument("--rank", type=int, required=True, choices=(0, 1))
+                                description="one end of a link's ping-pong (see calibrate()), or one host "
+                                            "of transfers()")
+    p.add_argument("--rank", type=int, required=True)
     p.add_argument("--master", required=True, help="host 0's address")
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    p.add_argument("--plan", default=None, help="transfers() instead: JSON [[from, to, bytes]]")
+    p.add_argument("--world", type=int, default=2)
     a = p.parse_args(argv)
+    if a.plan is not None:
+        print(json.dumps(timed_transfers(a.rank, a.world, a.master, json.loads(a.plan),
+                                         a.repeats)))
+        return
     times = ping_pong(a.rank, a.master, a.sizes, a.repeats)
     if a.rank == 1:
         print(json.dumps(times))
