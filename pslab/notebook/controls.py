@@ -1,7 +1,7 @@
 """A dashboard's controls: one widget per setting, with its range, its help, and its checks.
 
-Eight controls (workers, accumulation, learning rate, mode, SSP's s, the straggler's slowdown,
-server shards, bandwidth), each made from the settings it starts at; log-scale sliders step
+Nine controls (workers, accumulation, learning rate, mode, SSP's s, the straggler's slowdown,
+server shards, bandwidth, links), each made from the settings it starts at; log-scale sliders step
 through round numbers. `within` refuses a value a control cannot show (a slider would clamp
 it without a word), before any work starts.
 """
@@ -56,6 +56,9 @@ CONTROLS: dict[str, Callable[[Settings], W.ValueWidget]] = {
     "bandwidth": lambda s: W.SelectionSlider(
         options=_options(BANDWIDTHS, s.bandwidth, bytes_per_s), value=s.bandwidth,
         description="bandwidth"),
+    "links": lambda s: W.Dropdown(options=[("duplex", "duplex"),
+                                           ("one at a time", "one-at-a-time")],
+                                  value=s.links, description="links"),
 }
 HELP = {
     "workers": "GPU workers, each with its own data slice",
@@ -67,6 +70,8 @@ HELP = {
     "slowdown": "how many times slower G0 (the straggler of figure 000) computes",
     "shards": "server shards: each has its own link and updates in parallel",
     "bandwidth": "bytes per second of each shard's link",
+    "links": "duplex: a shard's link carries a fetch and a push at once, as a real one does; "
+             "one at a time: the seed figures' link, where a fetch waits for a push",
 }
 
 

@@ -1,7 +1,7 @@
 """What a dashboard's controls say, as one `pslab.train` call: the settings and the presets.
 
-`Settings` holds the eight controlled values (workers, accumulation, lr, mode, SSP's s, the
-straggler's slowdown, shards, bandwidth) plus the fixed parts of a figure's set-up; `PRESETS`
+`Settings` holds the nine controlled values (workers, accumulation, lr, mode, SSP's s, the
+straggler's slowdown, shards, bandwidth, links) plus the fixed parts of a figure's set-up; `PRESETS`
 are the set-ups the notebooks start from (figures 000-002); `describe_change` and
 `value_text` say a setting the way a person reads it ("bandwidth 100 kB/s"). No plotting and
 no widgets here: `pslab.liveview` draws, `pslab.widgets` puts controls in front.
@@ -13,7 +13,7 @@ from typing import Any
 
 from ..checks import integer, number, one_of
 from ..data import dataset_size
-from ..cluster import Cluster
+from ..cluster import LINKS, Cluster
 from ..modes import SSP
 
 MODES = ("sync", "async", "SSP")
@@ -26,10 +26,12 @@ MAX_MINIBATCHES = 1000
 
 @dataclass(frozen=True)
 class Settings:
-    """What a dashboard shows. The first eight are on controls; the rest come from a preset.
+    """What a dashboard shows. The first nine are on controls; the rest come from a preset.
 
     slowdown: how many times slower worker 0 (G0, the straggler of figure 000) computes.
     bandwidth: bytes per second of each server shard's link. ssp: the s of SSP(s) (mode "SSP").
+    links: how a shard's link carries transfers (`pslab.Cluster`'s links): "duplex", a real
+    link, or "one-at-a-time", the seed figures' link where a fetch waits for a push.
     minibatches: when set, the work is fixed instead of the steps: each worker computes this
     many minibatches, so a run has minibatches / accumulate steps (figure 001: accumulating
     k minibatches per push makes k times fewer updates of the same total work).
@@ -43,6 +45,7 @@ class Settings:
     slowdown: float = 2.0
     shards: int = 2
     bandwidth: float = 1e5
+    links: str = "duplex"
     steps: int = 30
     batch: int = 32
     seed: int = 0
@@ -56,6 +59,7 @@ class Settings:
     def __post_init__(self) -> None:
         # The same ranges as the controls: a dashboard never starts where a slider cannot be.
         one_of("mode", self.mode, MODES)
+        one_of("links", self.links, LINKS)
         for name, (low, high) in RANGES.items():
             integer(name, getattr(self, name), low, high)
         integer("steps", self.steps, high=MAX_MINIBATCHES)
@@ -95,7 +99,7 @@ class Settings:
         speeds = [1.0 / self.slowdown] + [1.0] * (self.workers - 1)
         return Cluster(compute_time=self.compute_time, speeds=speeds, jitter=self.jitter,
                        latency=self.latency, bandwidth=self.bandwidth,
-                       update_time=self.update_time)
+                       update_time=self.update_time, links=self.links)
 
     def train_kwargs(self) -> dict[str, Any]:
         """The exact arguments of `pslab.train` for these settings (numerics left to the caller)."""
@@ -109,7 +113,8 @@ class Settings:
         mode = f"pslab.SSP({self.ssp})" if self.mode == "SSP" else repr(self.mode)
         cl = (f"pslab.Cluster(compute_time={self.compute_time:g}, speeds={_speeds_code(self)}, "
               f"jitter={self.jitter:g}, latency={self.latency:g}, bandwidth={self.bandwidth:.3g}, "
-              f"update_time={self.update_time:g})")
+              f"update_time={self.update_time:g}"
+              + (f", links={self.links!r})" if self.links != "duplex" else ")"))
         return (f"pslab.train(mode={mode}, workers={kw['workers']}, accumulate={kw['accumulate']}, "
                 f"lr={self.lr:.3g}, batch={self.batch}, steps={kw['steps']}, shards={self.shards}, "
                 f"seed={self.seed}, cluster={cl})")
@@ -176,7 +181,8 @@ def bytes_per_s(b: float) -> str:
 
 def describe_change(now: Settings, before: Settings) -> str:
     """'workers 3', 'mode sync, lr 0.1': what `before` had that `now` has not (short)."""
-    names = ("workers", "accumulate", "lr", "mode", "ssp", "slowdown", "shards", "bandwidth")
+    names = ("workers", "accumulate", "lr", "mode", "ssp", "slowdown", "shards", "bandwidth",
+             "links")
     parts = []
     for n in names:
         a, b = getattr(now, n), getattr(before, n)

@@ -5,8 +5,11 @@ Two comparisons between modes a student makes at once, and misreads without a wo
 - async and SSP apply every worker's push at the full learning rate, where sync applies the
   mean of the N gradients: one round of pushes moves the weights N times as far (SSP(0) is sync
   at N x lr), so at a learning rate tuned for sync they train worse or diverge;
-- async can end later than sync: its pushes are applied one at a time and queue at the shards,
-  and no mode ends before the straggler has made its steps.
+- async can end later than sync: no mode ends before the straggler has made its steps, and
+  async applies every push as an update of its own (N per round where sync applies one), which
+  keeps the shards busy; on links that carry one transfer at a time (the seed figures') its
+  pushes also wait for the other workers' fetches, where a real (duplex) link carries both.
+Each clause is said only where the two runs' numbers show it.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import html
 from typing import Sequence
 
 from ..result import Run
+from ..timeline import total
 
 
 def step_lr(lr: float, workers: int, choices: Sequence[float]) -> float:
@@ -35,19 +39,32 @@ def lr_reason(run: Run, lr: float, choices: Sequence[float]) -> str | None:
             f"{step_lr(lr, n, choices):g}.")
 
 
-def later_reason(run: Run, sync: Run, straggler: bool) -> str | None:
-    """Why this run ends later than sync on the same clock (None when it does not)."""
+def later_reason(run: Run, sync: Run, straggler: bool, links: str = "duplex") -> str | None:
+    """Why this run ends later than sync on the same clock (None when it does not): each cause
+    only where the two runs show it. links: how the shards' links carry transfers."""
     if run.mode == "sync" or run.makespan <= sync.makespan:
         return None
-    text = (f"Why {run.mode} ends later than sync ({run.makespan:.2f} s vs "
-            f"{sync.makespan:.2f} s): its {run.updates} pushes are applied one at a time and "
-            f"queue at the {_shards(len(run.shard_bytes))} ({run.queue_time:.1f} GPU-s queued, "
-            f"sync {sync.queue_time:.1f}), where sync applies {sync.updates} averaged updates")
-    if run.barrier_time > 0:
-        text += f"; workers also wait {run.barrier_time:.1f} GPU-s at the staleness bound"
+    shards = len(run.shard_bytes)
+    causes = []
     if straggler:
-        text += "; and no mode ends before the slow G0 has made all its steps"
-    return text + "."
+        causes.append("no mode ends before the slow G0 has made all its steps")
+    busy, sync_busy = (total(r.timeline, "update") / max(shards, 1) for r in (run, sync))
+    if run.updates > sync.updates and busy > sync_busy:
+        causes.append(f"it applies its {run.updates} pushes one at a time where sync applies "
+                      f"{sync.updates} averaged updates, so each shard is busy updating "
+                      f"{busy:.1f} s (sync {sync_busy:.1f} s)")
+    if run.queue_time > sync.queue_time:
+        where = (f"at the {_shards(shards)}, whose links carry one transfer at a time: a push "
+                 f"waits for the others' fetches" if links == "one-at-a-time" else
+                 f"at the {_shards(shards)}")
+        causes.append(f"its transfers queue {where} ({run.queue_time:.1f} GPU-s queued, sync "
+                      f"{sync.queue_time:.1f})")
+    if run.barrier_time > 0:
+        causes.append(f"workers wait {run.barrier_time:.1f} GPU-s at the staleness bound")
+    if not causes:
+        causes.append("the order its pushes take on the shards")
+    return (f"Why {run.mode} ends later than sync ({run.makespan:.2f} s vs "
+            f"{sync.makespan:.2f} s): " + "; ".join(causes) + ".")
 
 
 def _shards(k: int) -> str:
@@ -55,10 +72,10 @@ def _shards(k: int) -> str:
 
 
 def why_html(run: Run, sync: Run, lr: float, straggler: bool,
-             choices: Sequence[float]) -> str:
+             choices: Sequence[float], links: str = "duplex") -> str:
     """The lines above as HTML for a dashboard: the learning-rate line red when the run
     diverged; empty when nothing needs explaining."""
     lines = [(lr_reason(run, lr, choices), "#c62828" if run.diverged else "#444"),
-             (later_reason(run, sync, straggler), "#444")]
+             (later_reason(run, sync, straggler, links), "#444")]
     return "".join(f"<div style='font-size:12px;line-height:1.25;color:{colour}'>"
                    f"{html.escape(text)}</div>" for text, colour in lines if text)

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 import ipywidgets as W
 
-KEYED = ("workers", "accumulate", "mode", "ssp", "slowdown", "shards", "bandwidth")
+KEYED = ("workers", "accumulate", "mode", "ssp", "slowdown", "shards", "bandwidth", "links")
 
 
 def part(control: W.ValueWidget, value: Any = None) -> str:

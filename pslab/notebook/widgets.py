@@ -6,7 +6,8 @@
 
 A dashboard has a control for the number of workers (1-16), accumulation steps (1-8), the
 learning rate (log scale), the update mode (sync / async / SSP and its s), the straggler's
-slowdown, the server shards and the network bandwidth (`pslab.notebook.controls`). Its plots
+slowdown, the server shards, the network bandwidth and how a link carries transfers (duplex,
+or one at a time as in the seed figures; `pslab.notebook.controls`). Its plots
 (timeline, loss and accuracy against time, staleness or, in sync mode, each worker's time
 split) are drawn by the browser from the runs' data (`BrowserFigure`): a slider step sends a
 few kB of numbers, not a PNG, and a hover on a block shows its worker, kind, step, start, end,
@@ -174,7 +175,7 @@ class Dashboard(DashboardBase):
         if self.view.run is None:
             return ""
         return why_html(self.view.run, self.view.sync_twin(), settings.lr,
-                        settings.slowdown > 1, LR_VALUES)
+                        settings.slowdown > 1, LR_VALUES, settings.links)
 
     def __repr__(self) -> str:
         return f"Dashboard({self.preset!r}, {self.settings.code()})"
