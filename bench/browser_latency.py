@@ -79,7 +79,7 @@ return !!(s && s.isReady && s.session && s.session.kernel
 
 
 def notebook(preset: str) -> dict:
-    code = f"import pslab.widgets as pw\npw.setup()\npw.dashboard({preset!r})"
+    code = f"import pslab.notebook.widgets as pw\npw.setup()\npw.dashboard({preset!r})"
     return {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {
         "name": "python3", "display_name": "Python 3", "language": "python"}},
         "cells": [{"cell_type": "code", "id": "dash", "metadata": {}, "execution_count": None,
@@ -104,7 +104,7 @@ def measure(driver, base: str, preset: str, steps: int, prefetch: bool = True
     # answer re-simulates
     ahead = ("_d._stop_ahead(); _d.figures['timeline'].forget(); _d.prefetch(); "
              if prefetch else "_d._stop_ahead(); _d.figures['timeline'].forget(); ")
-    clear = ("import pslab.widgets as _w; _d = _w.Dashboard.latest; " + ahead
+    clear = ("import pslab.notebook.widgets as _w; _d = _w.Dashboard.latest; " + ahead
              + "_d.view.cache._runs.clear()")
     for k in range(steps):
         driver.execute_async_script(KERNEL, clear)

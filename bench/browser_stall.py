@@ -121,7 +121,7 @@ def hunt(driver, base: str, preset: str, rounds: int, timeout: float) -> dict:
         By.CSS_SELECTOR, f"{PANEL} .pslab-{name} .noUi-handle")
     names = [n for n in ("workers", "accumulate", "slowdown", "shards", "bandwidth")
              if driver.find_elements(By.CSS_SELECTOR, f"{PANEL} .pslab-{n} .noUi-handle")]
-    forget = ("import pslab.widgets as _w; _d = _w.Dashboard.latest; _d._stop_ahead(); "
+    forget = ("import pslab.notebook.widgets as _w; _d = _w.Dashboard.latest; _d._stop_ahead(); "
               "_d.figures['timeline'].forget(); _d.view.cache._runs.clear()")
     bursts = [("held 5 x 60 ms", lambda: held(driver, handle("workers"), 5, 0.06, Keys)),
               ("held 5 x 30 ms", lambda: held(driver, handle("workers"), 5, 0.03, Keys)),

@@ -25,8 +25,8 @@ import time
 import ipywidgets
 import torch
 
-from pslab.liveview import PRESETS, View
-from pslab.widgets import Dashboard
+from pslab.notebook.liveview import PRESETS, View
+from pslab.notebook.widgets import Dashboard
 
 
 class EncodingComm:

@@ -10,14 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    """`from pslab.__main__ import figures, demo, ...` still works: they live in pslab.cli."""
-    from . import cli
-
-    return getattr(cli, name)
 
 
 def _writable_folder(ap: argparse.ArgumentParser, out: Path) -> Path:

@@ -4,7 +4,7 @@ import pytest
 import subprocess
 import sys
 
-from pslab.__main__ import demo, time_to, verdict
+from pslab.cli import demo, time_to, verdict
 
 
 def test_help_describes_every_subcommand():

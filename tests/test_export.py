@@ -6,8 +6,8 @@ import pytest
 
 import pslab
 from pslab import replay
-from pslab.export import tikz
-from pslab.tex import compile_tex, style_preamble, tex_available
+from pslab.drawing.export import tikz
+from pslab.drawing.tex import compile_tex, style_preamble, tex_available
 
 NUM = r"([-\d.]+)"
 RECT = re.compile(rf"\\draw\[(\w+) (\w+)\] \({NUM},{NUM}\) rectangle \({NUM},{NUM}\);")

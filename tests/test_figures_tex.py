@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pslab import palette
-from pslab.tex import compile_tex, style_preamble, tex_available
+from pslab.drawing import palette
+from pslab.drawing.tex import compile_tex, style_preamble, tex_available
 
 FIGURES = Path(__file__).resolve().parents[1] / "figures"
 STYLE = FIGURES / "pslab-style.tex"
@@ -56,7 +56,7 @@ def test_compile_error_raises_with_log_tail(tmp_path: Path) -> None:
 
 def test_style_file_is_generated_from_the_palette() -> None:
     assert STYLE.read_text(encoding="utf-8") == style_preamble(), \
-        "figures/pslab-style.tex is stale: run `python -m pslab.tex`"
+        "figures/pslab-style.tex is stale: run `python -m pslab.drawing.tex`"
 
 
 def test_style_defines_every_colour() -> None:

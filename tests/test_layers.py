@@ -1,28 +1,35 @@
-"""The package's folders show its layers, and every old module name still imports: it is the
-same module object as the new one, so a monkeypatch or an isinstance check sees one module."""
+"""The package's folders show its layers, and each public thing has one name: `pslab.__all__`
+grouped (runs, modes, results, plots, notebooks, figures and tiers), no old module names."""
 import importlib
 
 import pytest
 
 import pslab
-from pslab.layers import MOVED
 
 
-@pytest.mark.parametrize("name", sorted(MOVED))
-def test_old_module_names_are_the_new_modules(name):
-    old = importlib.import_module(f"pslab.{name}")
-    new = importlib.import_module(f"pslab.{MOVED[name]}.{name}")
-    assert old is new and new.__name__ == f"pslab.{MOVED[name]}.{name}"
-
-
-def test_public_names_still_resolve_from_the_top():
+def test_public_names_are_grouped_and_each_reachable_once():
+    groups = pslab._GROUPS
+    assert list(groups) == ["runs", "modes", "results", "plots", "notebooks", "figures and tiers"]
+    names = [n for group in groups.values() for n in group]
+    assert pslab.__all__ == names and len(set(names)) == len(names)
+    for name in names:  # a plot, a trace or a dashboard is not reachable under two names
+        assert getattr(pslab, name) is not None
+    plots = {n for n in dir(pslab.plot) if n.startswith("plot_")}
+    assert plots and not plots & set(names)
     from pslab.notebook.widgets import Dashboard
-    from pslab.drawing.export import tikz
 
-    assert pslab.Dashboard is Dashboard and pslab.tikz is tikz
-    assert pslab.widgets.Dashboard is Dashboard and pslab.plot.plot_timeline is pslab.plot_timeline
+    assert pslab.widgets.Dashboard is Dashboard and "Dashboard" not in names
 
 
-def test_a_name_that_never_was_a_module_is_still_an_error():
+@pytest.mark.parametrize("old", ["widgets", "timeline_plot", "palette", "tex", "trace", "run",
+                                 "liveview", "export"])
+def test_no_old_module_name_imports(old):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"pslab.{old}")
+
+
+def test_a_name_that_never_was_a_module_is_an_error():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("pslab.no_such_module")
+    with pytest.raises(AttributeError):
+        pslab.chrome_trace

@@ -160,8 +160,8 @@ def test_bad_values_are_refused_by_name(make, match):
 
 
 def test_allreduce_timeline_draws_with_the_same_plots():
-    from pslab.export import tikz
-    from pslab.timeline_plot import plot_timeline
+    from pslab.drawing.export import tikz
+    from pslab.drawing.timeline_plot import plot_timeline
 
     run = pslab.train(mode="allreduce", workers=3, steps=4, numerics=False,
                       cluster=pslab.Cluster(speeds=[1.0, 0.5, 1.0]))

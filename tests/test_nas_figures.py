@@ -13,7 +13,7 @@ from pslab.nas import compare, scale
 from pslab.nas.live import Dashboard
 from pslab.nas.diagram import flows, plot_hierarchy
 from pslab.nas.tiers_plot import blocks, rows, server_busy
-from pslab.tex import tex_available
+from pslab.drawing.tex import tex_available
 
 SMALL = dict(steps=20)
 

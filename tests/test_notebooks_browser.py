@@ -334,7 +334,7 @@ def _shutdown_kernels(base: str) -> None:
 
 KERNEL_LATENCIES = PANEL + """
 const done = arguments[arguments.length - 1];
-const code = "import pslab.widgets as _w; print(_w.Dashboard.latest.latencies_ms if "
+const code = "import pslab.notebook.widgets as _w; print(_w.Dashboard.latest.latencies_ms if "
              + "_w.Dashboard.latest else [])";
 const future = w.sessionContext.session.kernel.requestExecute({code: code, silent: false,
                                                                 store_history: false});

@@ -12,8 +12,9 @@ from matplotlib.figure import Figure
 import pslab
 from pslab.drawing.sizes import CELL_IN
 from pslab.options import ProcessOptions
-from pslab import palette, replay
-from pslab.plot import (TimelinePlot, TrainingPlot, compare, flows, plot_dataflow,
+from pslab import replay
+from pslab.drawing import palette
+from pslab.drawing.plot import (TimelinePlot, TrainingPlot, compare, flows, plot_dataflow,
                         plot_staleness, plot_timeline, plot_training)
 
 matplotlib.use("Agg")
@@ -226,10 +227,10 @@ def test_short_fetch_and_push_are_drawn_at_least_min_px_wide():
 
 def test_time_axis_says_whether_the_clock_was_virtual_or_measured():
     run = pslab.train(steps=3)
-    assert pslab.plot_timeline(run).axes[0].get_xlabel() == "virtual time (s)"
+    assert pslab.plot.plot_timeline(run).axes[0].get_xlabel() == "virtual time (s)"
     on_processes = dataclasses.replace(run.settings, processes=ProcessOptions())
     measured = dataclasses.replace(run, settings=on_processes)
-    assert "measured" in pslab.plot_timeline(measured).axes[0].get_xlabel()
+    assert "measured" in pslab.plot.plot_timeline(measured).axes[0].get_xlabel()
 
 
 def test_column_title_says_sync_only_in_sync_mode():

@@ -7,7 +7,7 @@ import asyncio
 import ipywidgets as W
 import pytest
 
-import pslab.widgets as pw
+import pslab.notebook.widgets as pw
 from pslab.notebook.browser_figure import BrowserFigure, _lift
 from pslab.notebook.liveruns import LiveRuns
 from pslab.notebook.prefetch import KEYED, key_of, neighbours, part

@@ -18,7 +18,7 @@ import torch
 
 import pslab
 from pslab.processes import ProcessFailure
-from pslab.trace import chrome_trace
+from pslab.tracefile import chrome_trace
 from test_trace import check_trace
 
 pytestmark = pytest.mark.timeout(120)  # a hang fails the test instead of stalling the suite

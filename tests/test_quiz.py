@@ -6,9 +6,9 @@ import pytest
 
 import pslab
 from pslab import quiz, replay
-from pslab.liveview import single_thread
+from pslab.notebook.liveview import single_thread
 from pslab.notebook import question as asking  # where a question's pieces and state live
-from pslab.plot import flows
+from pslab.drawing.plot import flows
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 import pytest
 
 from pslab import replay
-from pslab.__main__ import figures, save
+from pslab.cli import figures, save
 
 
 def spans(run, kind, worker=None, step=None):
@@ -88,7 +88,7 @@ def test_figures_command_writes_every_replay(tmp_path):
     svg = (tmp_path / "figure001.svg").read_text()
     assert "<dc:date>" not in svg  # no date: regenerating gives the same file
     # and byte-identical when written again
-    from pslab.__main__ import JOBS
+    from pslab.cli import JOBS
     fig, _ = JOBS["figure001"]()
     save(fig, tmp_path / "again.svg")
     assert (tmp_path / "again.svg").read_bytes() == (tmp_path / "figure001.svg").read_bytes()

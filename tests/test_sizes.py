@@ -14,7 +14,7 @@ import pslab
      "controllers x children x rounds must be at most 100,000"),
     (lambda: pslab.nas.random_search(controllers=1000, children=1000, rounds=1),
      "at most 100,000"),
-    (lambda: pslab.dashboard(steps=10**6), "steps must be an integer from 1 to 1000"),
+    (lambda: pslab.widgets.dashboard(steps=10**6), "steps must be an integer from 1 to 1000"),
 ])
 def test_sizes_beyond_the_machine_are_refused_at_once(call, words):
     pslab.nas.search  # the import is not what is timed

@@ -224,7 +224,7 @@ def test_a_write_over_a_planted_link_takes_the_umask_mode(made, tmp_path):
         pslab.train(mode="sync", workers=2, steps=4, checkpoint=Checkpoint(target, at=1.0))
         run = pslab.train(steps=2)
         os.symlink("/dev/null", tmp_path / "trace2")
-        pslab.trace.to_chrome_trace(run, tmp_path / "trace2")
+        run.to_chrome_trace(tmp_path / "trace2")
         os.symlink("/dev/null", tmp_path / "fig.tex")
         pslab.tikz(run, tmp_path / "fig.tex")
     finally:

@@ -98,14 +98,14 @@ BAD_DASHBOARD = [
 
 @pytest.mark.parametrize("overrides, name", BAD_DASHBOARD)
 def test_dashboard_settings_are_checked_against_the_controls_ranges(overrides, name):
-    from pslab.liveview import preset
+    from pslab.notebook.liveview import preset
 
     with pytest.raises(ValueError, match=name):
         preset("000", **overrides)
 
 
 def test_dashboard_preset_names_the_presets():
-    from pslab.liveview import preset
+    from pslab.notebook.liveview import preset
 
     with pytest.raises(ValueError, match="preset_name must be one of 'default', '000'"):
         preset("004")
@@ -114,9 +114,9 @@ def test_dashboard_preset_names_the_presets():
 def test_plots_and_export_say_what_a_run_is():
     run = pslab.train(steps=1, numerics=False)
     calls = [lambda: pslab.tikz("run"), lambda: pslab.tikz([]), lambda: pslab.tikz([run, 3]),
-             lambda: pslab.plot_timeline(None), lambda: pslab.compare(run, "b"),
-             lambda: pslab.plot_training([]), lambda: pslab.plot_staleness(3),
-             lambda: pslab.plot_dataflow({})]
+             lambda: pslab.plot.plot_timeline(None), lambda: pslab.plot.compare(run, "b"),
+             lambda: pslab.plot.plot_training([]), lambda: pslab.plot.plot_staleness(3),
+             lambda: pslab.plot.plot_dataflow({})]
     for call in calls:
         with pytest.raises(ValueError, match=r"run(_a|_b|s)? must be a pslab\.Run"):
             call()
@@ -165,20 +165,20 @@ def _bad(fn, name):
 
 def test_drawing_and_quiz_entries_name_the_parameter():
     run = pslab.train(steps=2, numerics=False)
-    _bad(lambda: pslab.compare(run, run, labels=("one",)), "labels")
-    _bad(lambda: pslab.plot_training([run, run], labels=["a"]), "labels")
-    _bad(lambda: pslab.plot_staleness(run, ax="x"), "ax")
+    _bad(lambda: pslab.plot.compare(run, run, labels=("one",)), "labels")
+    _bad(lambda: pslab.plot.plot_training([run, run], labels=["a"]), "labels")
+    _bad(lambda: pslab.plot.plot_staleness(run, ax="x"), "ax")
     _bad(lambda: pslab.quiz.questions(5), "prefix")
     _bad(lambda: pslab.quiz.hide_answers("no"), "hidden")
     _bad(lambda: pslab.widgets.sweep([1], make=5), "make")
     # None means "no labels" everywhere, and matching lengths are drawn in full
-    assert len(pslab.compare(run, run, labels=None).pslab_plots) == 2
-    fig = pslab.plot_training([run, run], labels=["a", "b"])
+    assert len(pslab.plot.compare(run, run, labels=None).pslab_plots) == 2
+    fig = pslab.plot.plot_training([run, run], labels=["a", "b"])
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b"]
 
 
 def test_a_dashboard_is_set_by_the_rule_it_is_built_by():
-    from pslab.widgets import Dashboard
+    from pslab.notebook.widgets import Dashboard
 
     dash = Dashboard(settle_delay=None)
     _bad(lambda: dash.set(workers=100), "workers")  # was clamped to 16 without a word

@@ -123,20 +123,20 @@ def test_zero_names_round_trip():  # (checkpoints: tests/test_checkpoint.py's MO
 
 def test_zero_timelines_draw_in_every_drawing(tmp_path):
     run = pslab.train(mode=pslab.ZeRO(3), workers=3, steps=2)
-    fig = pslab.plot_timeline(run)
+    fig = pslab.plot.plot_timeline(run)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "reduce-scatter (RS)" in labels and "all-gather (AG)" in labels
     assert "push (P)" not in labels  # no server, no push: the legend fits a cell
     drawn = fig.pslab_plots[0].collections
     assert len(drawn["all-gather"].get_paths()[0].vertices) > 0
     # a parameter-server run keeps figure 000's five-kind legend
-    ps = pslab.plot_timeline(pslab.train(mode="sync", workers=2, steps=2))
+    ps = pslab.plot.plot_timeline(pslab.train(mode="sync", workers=2, steps=2))
     assert [t.get_text() for t in ps.legends[0].get_texts()] == [
         "fetch (F)", "minibatch", "push (P)", "Update", "idle"]
     tex = pslab.tikz([run])
     assert r"\draw[ps all-gather]" in tex and r"\draw[ps reduce-scatter]" in tex
     assert "ps all-gather/.style" in tex
-    trace = pslab.trace.to_chrome_trace(run, tmp_path / "z.json")
+    trace = run.to_chrome_trace(tmp_path / "z.json")
     names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]}
     assert {"reduce-scatter", "all-gather"} <= names
 

@@ -6,7 +6,7 @@ import pytest
 import pslab
 from pslab.collectives import bytes_per_worker
 from pslab.drawing.dataflow_plot import fmt_bytes
-from pslab.plot import plot_zero_flow, ring_flows
+from pslab.drawing.plot import plot_zero_flow, ring_flows
 
 PSI = 9640  # the digits MLP's fp32 bytes at hidden=32
 

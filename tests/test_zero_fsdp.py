@@ -42,7 +42,7 @@ def test_fsdp2_processes_give_the_simulated_zero3_weights(workers, accumulate, e
             assert {(w, step, "all-gather"), (w, step, "reduce-scatter")} <= kinds
     assert all(0 <= s.start <= s.end <= run.makespan for s in run.timeline)
     assert run.updates == 4 and run.history[-1].time == run.makespan
-    fig = pslab.plot_timeline(run)  # the same drawing code as a simulated run
+    fig = pslab.plot.plot_timeline(run)  # the same drawing code as a simulated run
     assert "measured" in fig.axes[0].get_xlabel()
 
 

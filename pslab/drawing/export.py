@@ -1,7 +1,7 @@
 """Any run's timeline (figures 000 and 001) as a standalone TikZ picture, for slides and papers.
 
 `tikz(run)` writes the same blocks the matplotlib timeline draws, with the styles of figures/
-(`pslab.tex.style_preamble()`, colours from `pslab.palette`), so a replayed or modified run drops
+(`pslab.drawing.tex.style_preamble()`, colours from `pslab.drawing.palette`), so a replayed or modified run drops
 straight into a LaTeX deck. The document compiles on its own: the style is inlined.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ Two palettes exist because the two timeline figures colour the same kinds differ
   only communication is the sync).
 
 Matplotlib plots, the TikZ export and the hand-written figures in figures/ (through
-`pslab.tex.style_preamble`) all read these dicts, so a colour is changed here or nowhere.
+`pslab.drawing.tex.style_preamble`) all read these dicts, so a colour is changed here or nowhere.
 Colours are ``"#RRGGBB"`` strings: matplotlib takes them as they are, and LaTeX gets them
 with the ``HTML`` colour model.
 """

@@ -1,8 +1,8 @@
 """LaTeX side of the figures: the shared style file, and a compile helper (TeX -> PDF -> SVG).
 
-`style_preamble()` turns `pslab.palette` into \\definecolor lines and TikZ styles, so the
+`style_preamble()` turns `pslab.drawing.palette` into \\definecolor lines and TikZ styles, so the
 hand-drawn figures in figures/ and the generated ones share colours defined once, in Python.
-figures/pslab-style.tex is that text, written by ``python -m pslab.tex`` (a test checks
+figures/pslab-style.tex is that text, written by ``python -m pslab.drawing.tex`` (a test checks
 it is not stale). `compile_tex` runs pdflatex in a scratch directory with a timeout (a TeX
 error must never hang a test or a notebook) and converts the PDF to SVG for the web.
 """
@@ -15,8 +15,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from pslab.files import write_atomic
-from pslab.palette import EVERY_KIND, LABELS, PALETTES, ROLE_LABELS, ROLES, TEX_PREFIX, tex_colour_name
+from ..files import write_atomic
+from .palette import (EVERY_KIND, LABELS, PALETTES, ROLE_LABELS, ROLES, TEX_PREFIX,
+                      tex_colour_name)
 
 FIGURES_DIR = Path(__file__).resolve().parents[2] / "figures"  # the repository's figures/
 STYLE_FILE = FIGURES_DIR / "pslab-style.tex"
@@ -33,7 +34,7 @@ def escape(text: str) -> str:
 
 def style_preamble() -> str:
     """The text of figures/pslab-style.tex: TikZ libraries, colours, styles, label macros."""
-    out = ["% pslab-style.tex -- GENERATED from pslab/palette.py by `python -m pslab.tex`;",
+    out = ["% pslab-style.tex -- GENERATED from pslab/drawing/palette.py by `python -m pslab.drawing.tex`;",
            "% edit the palette, not this file. \\input it after \\documentclass[tikz]{standalone}.",
            r"\usetikzlibrary{arrows.meta,positioning,fit,backgrounds,calc}", ""]
     styles = [r"  block/.style={draw, rectangle, inner sep=1pt, font=\scriptsize},"]
@@ -152,14 +153,14 @@ def _to_svg(pdf: Path, svg: Path, timeout: float) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m pslab.tex`` rewrites figures/pslab-style.tex; ``--compile OUT`` also builds."""
-    ap = argparse.ArgumentParser(prog="python -m pslab.tex", description=main.__doc__)
+    """``python -m pslab.drawing.tex`` rewrites figures/pslab-style.tex; ``--compile OUT`` also builds."""
+    ap = argparse.ArgumentParser(prog="python -m pslab.drawing.tex", description=main.__doc__)
     ap.add_argument("--check", action="store_true", help="exit 1 if pslab-style.tex is stale")
     ap.add_argument("--compile", metavar="OUT", help="compile figures/*.tex into OUT")
     args = ap.parse_args(argv)
     if args.check:
         stale = not STYLE_FILE.exists() or STYLE_FILE.read_text(encoding="utf-8") != style_preamble()
-        raise SystemExit(f"{STYLE_FILE} is stale: run python -m pslab.tex" if stale else 0)
+        raise SystemExit(f"{STYLE_FILE} is stale: run python -m pslab.drawing.tex" if stale else 0)
     print("wrote", write_style())
     if args.compile:
         for tex in sorted(FIGURES_DIR.glob("*.tex")):

@@ -1,6 +1,6 @@
 """The notebook dashboards: sliders in front of a live pslab run, plots that follow in place.
 
-    import pslab.widgets as pw
+    from pslab import widgets as pw
     pw.setup()                  # once per notebook: inline plots, fixed threads, fixed hashes
     pw.dashboard("000")         # figure 000's set-up: sync / async / SSP on a straggler
 

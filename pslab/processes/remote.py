@@ -1,7 +1,7 @@
 """A worker as a process (figure 000's "Processor i on GPU i") and the server as it sees it.
 
 `RemoteServer` has the server's interface, `pull(shard)` and `push(shard, grad)`, carried over
-gloo point-to-point to the shard processes, so the core's `pslab.Worker` runs unchanged on top
+gloo point-to-point to the shard processes, so the core's `pslab.worker.Worker` runs unchanged on top
 of it: fetch every shard, compute, push every shard. The worker sleeps the timing model's
 compute time (scaled to real seconds) before the real arithmetic, so a straggler in the
 `Cluster` is a real straggler here, on a machine where the arithmetic itself takes microseconds.

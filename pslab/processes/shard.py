@@ -1,6 +1,6 @@
 """A server shard as a process (figure 000's "Parameter Server Shard i"), serving its workers.
 
-The arithmetic is the core's: this process holds a `pslab.ParameterServer` and uses only its
+The arithmetic is the core's: this process holds a `pslab.server.ParameterServer` and uses only its
 own shard's `pull` and `push`. One thread per worker (blocking point-to-point recv from that
 worker: unlike an any-source recv it notices at once when the worker dies), one lock for the
 server state, and one lock for the shard's link, held for the timing model's transfer and update
