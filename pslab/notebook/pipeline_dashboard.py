@@ -73,7 +73,7 @@ class PipeSettings:
                 f"bandwidth={self.bandwidth:g}, update_time=0))")
 
 
-TIMELINE_LAYOUT = {"height": 190, "font": FONT, "panels": [dict(
+TIMELINE_LAYOUT = {"height": 150, "font": FONT, "panels": [dict(
     share=1.0, left=64, right=10, top=26, bottom=40, xlabel="virtual time (s), one step",
     yinvert=True, zoom=True)]}
 MEMORY_LAYOUT = {"height": 150, "font": FONT, "panels": [dict(
@@ -102,11 +102,13 @@ def timeline_panel(run: PipelineRun) -> tuple[list[dict], list[dict]]:
                  rects=dict(x0=packed(x0, "f4"), x1=packed(x1, "f4"), y0=packed(y0, "f4"),
                             y1=packed(y1, "f4"), c=packed(c, "int"),
                             widen=packed([0] * len(c), "int")),
-                 hover=dict(lines=["rank {who}: {kind:kinds}", "micro-batch {micro}",
-                                   "start {x0} s, end {x1} s"],
+                 hover=dict(lines=["GPU {who} (rank {who}): {kind:kinds}, step 1",
+                                   "micro-batch {micro:micros}", "start {x0} s, end {x1} s"],
                             cols=dict(who=packed(who, "int"), kind=packed(kind, "int"),
-                                      micro=packed(micro, "int")),
-                            tables=dict(kinds=[NAMES[k] for k in KINDS] + ["bubble"])))
+                                      micro=packed([i + 1 for i in micro], "int")),
+                            tables=dict(kinds=[NAMES[k] for k in KINDS] + ["bubble"],
+                                        micros=["none (idle)"] + [
+                                            str(i) for i in range(run.pipeline.microbatches)])))
     used = sorted({o.kind for o in run.ops}, key=KINDS.index)
     legend = [{"colour": PIPELINE[k], "label": NAMES[k]} for k in used]
     return [panel], legend + [{"colour": BUBBLE, "label": "bubble"}]
@@ -147,6 +149,7 @@ class PipelineDashboard(DashboardBase):
         }
         for name, c in controls.items():
             dress(name, c, HELP[name])
+        controls["stages"].add_class("pslab-workers")  # the ranks are the workers (browser test)
         figures = {"timeline": BrowserFigure(TIMELINE_LAYOUT),
                    "training": BrowserFigure(CURVES_LAYOUT),
                    "memory": BrowserFigure(MEMORY_LAYOUT)}
@@ -199,16 +202,15 @@ class PipelineDashboard(DashboardBase):
     def _numbers(self, s: PipeSettings, run: PipelineRun) -> None:
         self.numbers.value = (f"<div style='{TEXT_STYLE}'><b>{html.escape(self.describe())}"
                               f"</b></div>")
-        self.why.value = (f"<div style='{TEXT_STYLE}'>GPipe counts the bubble as the ranks' idle "
-                          f"share of the step, (p−1)/(m+p−1) at equal stages; Megatron as the "
-                          f"idle time over the ideal time, (p−1)/m. Peak activations: "
-                          f"{run.activations} micro-batches per rank.</div>")
+        self.why.value = (f"<div style='{TEXT_STYLE}'>GPipe: idle share (p−1)/(m+p−1); "
+                          f"Megatron: idle over ideal, (p−1)/m. Activations held: "
+                          f"{run.activations}</div>")
 
     def describe(self) -> str:
         run = self.shown
         if run is None:
             return "no run yet"
-        return (f"{run.mode}: step {run.step_time:.3g} s; bubble {run.bubble_share:.1%} of the "
+        return (f"{run.mode} on {run.workers} workers: step {run.step_time:.3g} s; bubble {run.bubble_share:.1%} of the "
                 f"ranks' time (GPipe), {run.bubble_ratio:.1%} of the ideal time (Megatron)")
 
     def plain(self) -> str:
