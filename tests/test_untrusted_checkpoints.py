@@ -233,3 +233,23 @@ def test_a_write_over_a_planted_link_takes_the_umask_mode(made, tmp_path):
         found = os.lstat(tmp_path / name)
         assert stat.S_ISREG(found.st_mode) and found.st_mode & 0o777 == 0o644, name
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)  # the link's target untouched
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_only_a_regular_file_the_user_owns_passes_its_mode_on(tmp_path):
+    from pslab.files import write_atomic
+    old = os.umask(0o022)
+    try:
+        mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+        mine.write_text("old")
+        mine.chmod(0o600)
+        theirs.write_text("old")
+        theirs.chmod(0o666)
+        os.chown(theirs, 65534, 65534)
+        write_atomic(mine, b"new")
+        write_atomic(theirs, b"new")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.lstat(mine).st_mode) == 0o600  # a private file stays private
+    assert stat.S_IMODE(os.lstat(theirs).st_mode) == 0o644  # the umask's, not 0666
+    assert os.lstat(theirs).st_uid == os.geteuid()
