@@ -147,8 +147,8 @@ def test_ctrl_c_right_after_an_update_leaves_a_consistent_run(monkeypatch, name,
 
     real = ParameterServer.push
 
-    def push_then_ctrl_c(self, shard, grad):
-        applied = real(self, shard, grad)
+    def push_then_ctrl_c(self, shard, grad, staleness=0):
+        applied = real(self, shard, grad, staleness)
         if applied and shard == 0 and self.versions[0] == n:
             os.kill(os.getpid(), signal.SIGINT)
         return applied
