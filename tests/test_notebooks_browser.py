@@ -512,9 +512,9 @@ def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presente
     try:
         driver.get(base)
         count = _wait(driver, "const d = document.querySelectorAll('.pslab-dashboard "
-                      ".pslab-status [data-state=\"ready\"]'); return d.length >= 4 && d.length;",
-                      timeout=RUN_ALL_TIMEOUT, what="four dashboards in the presenter view")
-        assert count == 4  # figures 000, 001, 002 and the NAS dashboard of figure 003
+                      ".pslab-status [data-state=\"ready\"]'); return d.length >= 5 && d.length;",
+                      timeout=RUN_ALL_TIMEOUT, what="five dashboards in the presenter view")
+        assert count == 5  # figures 000, 001, 002, the NAS dashboard of 003, pipelines (08)
         text = driver.execute_script("return document.body.innerText;")
         for code in ("pw.dashboard", "import ", "replay.figure", ".check(", "quiz"):
             assert code not in text, f"the presenter view shows code or exercises: {code!r}"
