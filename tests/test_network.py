@@ -216,3 +216,35 @@ def test_async_is_faster_than_sync_at_2_mbits_measured_and_simulated():
     assert measured == simulated == ["async", "sync"], [(r.measured_step, r.simulated_step)
                                                         for r in rows]
     assert leftovers(own_prefix()) == []
+
+
+def test_a_grid_file_reads_back_with_its_links_and_plots_its_errors(tmp_path):
+    """A grid's result file (several calibrated links, settings per case) reads back labelled
+    with its seed, date and loads, and its errors plot one point per case."""
+    from pslab.drawing.network_plot import errors_plot
+    from pslab.processes import load_comparison
+
+    cases = [dict(name=f"#{k} {mode}", mode=mode, workers=2, shards=1, accumulate=1,
+                  bandwidth=bw, compute=0.02, speeds=None, measured_step=0.1,
+                  simulated_step=0.1 * (1 + e), error=e)
+             for k, (mode, bw, e) in enumerate([("sync", 2e6, 0.01), ("zero3", 2e7, -0.2)])]
+    links = [dict(latency=0.0, bandwidth=bw / 8, asked=bw, bandwidth_error=0.0)
+             for bw in (2e6, 2e7)]
+    summary = dict(median_error=0.105, worst_error=0.2, ranking_same=True, seed=42,
+                   date="2026-11-27 12:00 UTC", loads=[3.0, 9.5], goal="g", met=False)
+    path = tmp_path / "grid.json"
+    path.write_text(json.dumps({"machine": {"cpu": "X", "cores": 2, "torch": "2"},
+                                "rows": [dict(r, section="network")
+                                         for r in cases + links + [summary]]}))
+    shown = load_comparison(path)
+    text = repr(shown)
+    assert "grid seed 42" in text and "2026-11-27 12:00 UTC" in text and "load 3.0-9.5" in text
+    assert "2.0 Mbit/s, 20 ms, W=2, S=1, k=1" in text and "NOT met" in text
+    figure = errors_plot(shown)
+    points = sum(len(c.get_offsets()) for c in figure.axes[0].collections
+                 if hasattr(c, "get_offsets") and len(c.get_offsets()))
+    assert points == 2
+    path.write_text(json.dumps({"machine": {}, "rows": [dict(cases[0], section="network",
+                                                             measured_step="x")]}))
+    with pytest.raises(ValueError, match="not a bench result"):
+        load_comparison(path)

@@ -18,55 +18,77 @@ from typing import Any
 @dataclass
 class Comparison:
     cases: list[dict[str, Any]]
-    link: dict[str, Any]
+    links: list[dict[str, Any]]  # one calibrated link per bandwidth
     summary: dict[str, Any]
     machine: dict[str, Any]
     source: str  # the file read
 
     @property
+    def link(self) -> dict[str, Any]:
+        return self.links[0]
+
+    @property
     def label(self) -> str:
-        m = self.machine
+        m, s = self.machine, self.summary
+        loads = s.get("loads") or [s.get("load", float("nan"))] * 2
+        when = f"{s['date']}, " if "date" in s else ""
+        seed = f"grid seed {s['seed']}, " if "seed" in s else ""
         return (f"measured on {m.get('cpu', '?')}, {m.get('cores', '?')} cores, torch "
-                f"{m.get('torch', '?')}, load {self.summary.get('load', float('nan')):.1f}; "
+                f"{m.get('torch', '?')}, load {loads[0]:.1f}-{loads[1]:.1f}; {when}{seed}"
                 f"read from {self.source}, not measured now")
 
     def measured_link(self):
-        """The link the file's calibration measured, as a `calibrate.Link`."""
+        """The first calibrated link of the file, as a `calibrate.Link`."""
         from .calibrate import Link
 
-        asked = self.link.get("asked") or self.link["bandwidth"] * 8 / (
-            1 + self.link["bandwidth_error"])
-        return Link(self.link["latency"], self.link["bandwidth"], asked)
+        link = self.link
+        asked = link.get("asked") or link["bandwidth"] * 8 / (1 + link["bandwidth_error"])
+        return Link(link["latency"], link["bandwidth"], asked)
+
+    def goal(self) -> str:
+        s = self.summary
+        met = {True: "met", False: "NOT met"}.get(s.get("met"), "")
+        return (f"error = simulated / measured - 1; median |error| {s['median_error']:.1%}, worst "
+                f"{s['worst_error']:.1%}, ranking {'the same' if s['ranking_same'] else 'different'}"
+                f" both ways" + (f" (goal: {s['goal']}: {met})" if "goal" in s else ""))
 
     def lines(self) -> list[str]:
-        link, s = self.link, self.summary
-        out = [f"link: {link['bandwidth'] * 8 / 1e6:.2f} Mbit/s measured for 4 asked, latency "
-               f"{link['latency'] * 1e3:.2f} ms",
-               f"{'case':22} {'measured':>9} {'simulated':>9} {'error':>7} {'waiting m/s':>11}"]
+        out = [", ".join(f"{x['asked'] / 1e6:.1f} Mbit/s asked: {x['bandwidth'] * 8 / 1e6:.2f} "
+                         f"measured, latency {x['latency'] * 1e3:.2f} ms"
+                         for x in self.links if "asked" in x) or
+               [f"link: {self.link['bandwidth'] * 8 / 1e6:.2f} Mbit/s measured, latency "
+                f"{self.link['latency'] * 1e3:.2f} ms"]][0:1]
+        out.append(f"{'case':22} {'setting':44} {'measured':>9} {'simulated':>9} {'error':>7}")
         for c in self.cases:
-            out.append(f"{c['name']:22} {c['measured_step'] * 1e3:7.1f}ms "
-                       f"{c['simulated_step'] * 1e3:7.1f}ms {c['error']:+7.1%} "
-                       f"{c['measured_waiting']:5.0%}/{c['simulated_waiting']:4.0%}")
-        out.append(f"error = simulated / measured - 1; "
-                   f"median |error| {s['median_error']:.1%}, worst {s['worst_error']:.1%}, "
-                   f"ranking {'the same' if s['ranking_same'] else 'different'} both ways")
-        return out + [self.label]
+            out.append(f"{c['name']:22} {setting(c):44} {c['measured_step'] * 1e3:7.1f}ms "
+                       f"{c['simulated_step'] * 1e3:7.1f}ms {c['error']:+7.1%}")
+        return out + [self.goal(), self.label]
 
     def __repr__(self) -> str:
         return "\n".join(self.lines())
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ("case", "measured per step",
-                                                  "simulated per step", "error",
-                                                  "waiting (measured / simulated)"))
+        head = "".join(f"<th>{h}</th>" for h in ("case", "setting", "measured per step",
+                                                  "simulated per step", "error"))
         cells = "".join(
             f"<tr><td style='text-align:left'>{html.escape(c['name'])}</td>"
+            f"<td style='text-align:left'>{html.escape(setting(c))}</td>"
             f"<td>{c['measured_step'] * 1e3:.1f} ms</td><td>{c['simulated_step'] * 1e3:.1f} ms"
-            f"</td><td><b>{c['error']:+.1%}</b></td><td>{c['measured_waiting']:.0%} / "
-            f"{c['simulated_waiting']:.0%}</td></tr>" for c in self.cases)
+            f"</td><td><b>{c['error']:+.1%}</b></td></tr>" for c in self.cases)
         first, *rest = self.lines()[:1] + self.lines()[-2:]
         return (f"<p>{html.escape(first)}</p><table><tr>{head}</tr>{cells}</table>"
                 + "".join(f"<p style='font-size:90%'>{html.escape(x)}</p>" for x in rest))
+
+
+def setting(case: dict[str, Any]) -> str:
+    """A case's setting in words: its link, compute, workers, shards, accumulate, straggler."""
+    parts = []
+    if "bandwidth" in case:
+        parts += [f"{case['bandwidth'] / 1e6:.1f} Mbit/s", f"{case['compute'] * 1e3:.0f} ms"]
+    parts += [f"W={case['workers']}", f"S={case['shards']}", f"k={case['accumulate']}"]
+    if case.get("speeds"):
+        parts.append("straggler")
+    return ", ".join(parts)
 
 
 # the file notebook 06 shows: measured here with `python -m bench --only network` (as root)
@@ -82,10 +104,16 @@ def load_comparison(path: str | Path = COMMITTED) -> Comparison:
         saved = json.loads(path.read_text(encoding="utf-8"))
         rows = [r for r in saved["rows"] if r.get("section") == "network"]
         cases = [r for r in rows if "measured_step" in r]
-        link = next(r for r in rows if "bandwidth" in r)
+        links = [r for r in rows if "latency" in r and "measured_step" not in r]
         summary = next(r for r in rows if "median_error" in r)
         machine = saved["machine"]
+        for c in cases:  # checked before use: the numbers the table formats
+            float(c["measured_step"]) + float(c["simulated_step"]) + float(c["error"])
+            str(c["name"]) + setting(c)
+        float(summary["median_error"]) + float(summary["worst_error"])
+        if not links or not isinstance(machine, dict):
+            raise ValueError("no link or machine")
     except (OSError, ValueError, KeyError, TypeError, StopIteration, AttributeError):
         raise ValueError(f"{path} is not a bench result with a measured 'network' section "
                          f"(python -m bench --only network writes one, as root)") from None
-    return Comparison(cases, link, summary, machine, path.name)
+    return Comparison(cases, links, summary, machine, path.name)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import statistics
 import tempfile
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple

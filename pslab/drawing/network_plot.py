@@ -1,0 +1,36 @@
+"""Measured across hosts vs simulated, as a picture: each case's per-step error against how much
+its link carries during one minibatch's compute (bandwidth x compute, in bits), one marker per
+mode, the goal's bands (3 % and 8 %) shaded. Cases on the left are network-bound (the link is
+slow beside the compute), on the right compute-bound."""
+from __future__ import annotations
+
+from typing import Any
+
+MARKERS = {"sync": "o", "async": "s", "ssp:1": "^", "backup:1": "v", "allreduce": "D",
+           "zero3": "P"}
+
+
+def errors_plot(comparison: Any, ax=None):
+    """The figure of a `pslab.processes.Comparison` read from a bench file (its label as the
+    title's second line). Returns the matplotlib Figure."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4.2))
+    cases = [c for c in comparison.cases if "bandwidth" in c]
+    ax.axhspan(-8, 8, color="0.93", zorder=0, label="goal: worst 8 %")
+    ax.axhspan(-3, 3, color="0.85", zorder=0, label="3 % (the median's goal)")
+    for mode, marker in MARKERS.items():
+        mine = [c for c in cases if c["mode"] == mode]
+        if mine:
+            ax.scatter([c["bandwidth"] * c["compute"] for c in mine],
+                       [100 * c["error"] for c in mine], marker=marker, label=mode, zorder=2)
+    ax.axhline(0, color="0.4", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("bandwidth x compute (bits the link carries during one minibatch's compute)")
+    ax.set_ylabel("error of the step time (%)\n(simulated / measured - 1)")
+    ax.set_title(f"measured across hosts vs simulated, {len(cases)} cases\n{comparison.label}",
+                 fontsize=9)
+    ax.legend(fontsize=8, ncol=2, loc="best")
+    ax.figure.tight_layout()
+    return ax.figure
