@@ -34,7 +34,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # Left out of a plain --quick (it prints no ratio, and would take it past 3 minutes); run it
 # with --only. Value: why, in the table.
 SLOW = {"notebooks": "each notebook under nbval, about 2 minutes",
-        "network": "hosts with shaped links (root), 42 drawn cases, about 6-10 minutes",
+        "network": "hosts with shaped links (root), 42 drawn cases, ~8.5 min at load 12-20",
         "browser": "JupyterLab in headless Chromium, 20 key presses a dashboard, ~3 minutes"}
 
 

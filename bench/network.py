@@ -11,8 +11,8 @@ calibrated (the Cluster's latency and bandwidth, measured); each case then runs 
 (`measured_step`, `simulated_step`, the error, the load when it ran), one per calibration,
 then the summary: median and worst |error| and whether every setting's ranking is the same,
 against the goal, and per mode. Each case's steps (6-15) are chosen so that it measures ~2.5 s
-simulated; 42 cases and 14 calibrations took ~XX minutes at load ~15; --quick draws 4 settings
-(12 cases), not the goal's 40.
+simulated; 42 cases and 14 calibrations took 8.5 minutes (506 s) at load 12-20; --quick draws 4
+settings (12 cases), not the goal's 40.
 
 Where a case misses the goal, the reasons on this machine are the ones to check first: more
 processes than its two cores (a shard or worker waiting for a core is measured, not modelled:

@@ -205,8 +205,8 @@ def ping_pong(rank: int, master: str, sizes: list[int], repeats: int) -> dict[in
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m pslab.processes.calibrate",
-                                description="one end of a link's ping-pong (see calibrate()), or one host "
-                                            "of transfers()")
+                                description="one end of a link's ping-pong (see calibrate()), "
+                                            "or one host of transfers()")
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--master", required=True, help="host 0's address")
     p.add_argument("--repeats", type=int, default=7)

@@ -49,8 +49,8 @@ class Comparison:
         s = self.summary
         met = {True: "met", False: "NOT met"}.get(s.get("met"), "")
         return (f"error = simulated / measured - 1; median |error| {s['median_error']:.1%}, worst "
-                f"{s['worst_error']:.1%}, ranking {'the same' if s['ranking_same'] else 'different'}"
-                f" both ways" + (f" (goal: {s['goal']}: {met})" if "goal" in s else ""))
+                f"{s['worst_error']:.1%}, ranking "
+                f"{'the same' if s['ranking_same'] else 'different'} both ways" + (f" (goal: {s['goal']}: {met})" if "goal" in s else ""))
 
     def lines(self) -> list[str]:
         out = [", ".join(f"{x['asked'] / 1e6:.1f} Mbit/s asked: {x['bandwidth'] * 8 / 1e6:.2f} "
