@@ -5,7 +5,6 @@ import math
 import os
 import stat
 import struct
-import threading
 import time
 
 import pytest
@@ -98,7 +97,8 @@ def test_values_of_the_wrong_type(made, tmp_path, field, value, word):
 
 
 def test_the_file_never_sets_an_attribute_outside_the_fixed_list(made, tmp_path):
-    refused(edited(made, tmp_path, lambda m: m["state"]["actors"]["plain"].update(run=1)), "plain", "run")
+    plain = lambda m: m["state"]["actors"]["plain"].update(run=1)  # noqa: E731
+    refused(edited(made, tmp_path, plain), "plain", "run")
 
 
 def test_resumed_under_other_settings(made, tmp_path):

@@ -6,7 +6,6 @@ import time
 import tracemalloc
 
 import pytest
-import torch
 from safetensors.torch import load as st_load, save as st_save
 
 
