@@ -104,6 +104,11 @@ class Clock:
         self.queue = []
         self.put_back(events)
 
+    @property
+    def stopping(self) -> bool:
+        """`interrupt()` was called: a long event may end early, leaving nothing half-done."""
+        return self._stop_asked
+
     def interrupt(self) -> None:
         """Stop `run` before the next event, never inside one (safe from a signal handler).
 

@@ -211,11 +211,27 @@ def test_async_with_a_hung_worker_finishes_without_it():
     assert sum(r.worker == 2 for r in run.history) == 1 and run.updates == 9
 
 
-def test_interrupt_returns_the_partial_run_and_stops_every_process(ctrl_c_works):
-    threading.Timer(3.0, _thread.interrupt_main).start()  # what the stop button does to Python
+def test_interrupt_returns_the_partial_run_and_stops_every_process(ctrl_c_works, monkeypatch):
+    """The stop button once 3 updates have reached every shard (after updates, not after
+    seconds: a cold start on a loaded machine may take longer than any fixed wait)."""
+    from collections import Counter
+
+    from pslab.processes.launcher import Launch
+
+    handle, shards_reached, pressed = Launch.handle, Counter(), []
+
+    def counting(self, rank, kind, payload):
+        handle(self, rank, kind, payload)
+        if kind == "update" and not pressed:
+            shards_reached[payload["worker"], payload["step"]] += 1
+            if sum(n == self.job.num_shards for n in shards_reached.values()) == 3:
+                pressed.append(True)
+                _thread.interrupt_main()  # what the stop button does to Python
+
+    monkeypatch.setattr(Launch, "handle", counting)
     with pytest.warns(UserWarning, match="interrupted"):
         run = processes(mode="async", steps=1000, time_scale=0.01)
-    assert not run.complete and 0 < run.updates < 3000 and gone(run)
+    assert not run.complete and 3 <= run.updates < 3000 and gone(run)
 
 
 def test_children_die_with_their_launcher(tmp_path):

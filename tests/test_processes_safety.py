@@ -235,7 +235,8 @@ def test_torchrun_entry_usage_errors_are_one_line_and_exit_2(tmp_path, env, args
 
 def test_notebook_06_run_twice_at_once_never_collides(tmp_path):
     """Two students (or one twice) running notebook 06 at the same time: each writes its
-    checkpoint and trace into a folder of its own, so both resume their own run."""
+    checkpoint and trace into a folder of its own, so both resume their own run; and each
+    removes its folder (none is left in the temporary folder the kernels were given)."""
     import json
     import subprocess
     import sys
@@ -243,11 +244,14 @@ def test_notebook_06_run_twice_at_once_never_collides(tmp_path):
 
     notebook = Path(__file__).parents[1] / "notebooks" / "06_real_processes.ipynb"
     source = "".join(json.loads(notebook.read_text())["cells"][1]["source"])
-    assert "mkdtemp" in source and "gettempdir" not in notebook.read_text()
+    assert "TemporaryDirectory" in source and "gettempdir" not in notebook.read_text()
+    scratch = tmp_path / "tmp"  # the kernels' temporary folder: nobody else writes there
+    scratch.mkdir()
     runs = [subprocess.Popen([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook",
                               "--execute", "--output-dir", str(tmp_path / f"r{i}"),
                               str(notebook)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True) for i in range(2)]
+                             text=True, env=dict(os.environ, TMPDIR=str(scratch)))
+            for i in range(2)]
     for i, p in enumerate(runs):
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-2000:]
@@ -256,3 +260,4 @@ def test_notebook_06_run_twice_at_once_never_collides(tmp_path):
                        for o in c.get("outputs", []))
         assert "resumed from update 5 to 10" in text
         assert "same weights as the uninterrupted simulation: True" in text
+    assert list(scratch.glob("pslab-06-*")) == []

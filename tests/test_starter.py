@@ -2,9 +2,11 @@
 before any run, without importing torch in the caller, and it holds what it was asked to
 preload (FSDP2's modules only with fsdp=True); the runs then start from it. Each case runs in a
 fresh Python: a session has one forkserver, and the first start decides what it holds."""
+import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -58,3 +60,49 @@ def test_warm_starts_the_server_with_what_it_was_asked_to_hold(tmp_path, args, h
 def test_warm_refuses_a_fsdp_that_is_not_true_or_false():
     with pytest.raises(TypeError, match="fsdp must be True or False"):
         pslab.processes.warm(fsdp="no")
+
+
+KERNEL_CELL = """
+import atexit, os
+import psutil
+import pslab
+run = pslab.train("sync", workers=2, steps=2, backend="processes")
+helpers = [p.pid for p in psutil.Process().children(recursive=True)]
+atexit.register(lambda: open({flag!r}, "w").write("ran"))
+print(run.complete, os.getpgrp(), *helpers)
+"""
+
+
+def test_a_kernel_that_ran_processes_shuts_down_cleanly_and_leaves_nothing(tmp_path):
+    """A notebook kernel asked to shut down signals its own process group and waits until no
+    child of it is left: the forkserver and the resource tracker run in groups of their own, so
+    the kernel exits by itself (its atexit hooks run: a TemporaryDirectory is removed), and
+    they end with it."""
+    psutil = pytest.importorskip("psutil")
+    from jupyter_client import KernelManager
+
+    flag, said = tmp_path / "atexit-ran", []
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    kc = km.client()
+    try:
+        kc.start_channels()
+        kc.wait_for_ready(timeout=120)
+        reply = kc.execute_interactive(KERNEL_CELL.format(flag=str(flag)), timeout=240,
+                                       output_hook=lambda m: said.append(m))
+        assert reply["content"]["status"] == "ok", reply["content"]
+        out = "".join(m["content"].get("text", "") for m in said if m["msg_type"] == "stream")
+        complete, group, *helpers = out.split()
+        helpers = [int(pid) for pid in helpers]
+        assert complete == "True" and len(helpers) == 2, out  # the forkserver, the tracker
+        assert all(os.getpgid(pid) != int(group) for pid in helpers)
+        km.shutdown_kernel(now=False)  # what JupyterLab and nbconvert do: ask, then kill
+    finally:
+        kc.stop_channels()
+        if km.is_alive():
+            km.shutdown_kernel(now=True)
+    assert flag.read_text() == "ran"  # the kernel ended by itself, not killed
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(psutil.pid_exists(p) for p in helpers):
+        time.sleep(0.1)
+    assert not any(psutil.pid_exists(p) for p in helpers)

@@ -91,10 +91,12 @@ class Tiers:
         self._batch: dict[int, list[Sample]] = {}
         self._waiting: list[tuple[int, float]] = []  # sync: replicas that pushed, and when
         self.on_update: Callable[[Update], None] | None = None
+        self.tick: Callable[[int], object] = lambda n: None  # n more children are in
+        self.sampled: Callable[[int], object] = lambda n: None  # n more children sampled
 
     def run(self) -> float:
-        for k in range(self.K):
-            self.start_round(k, 0)
+        for k in range(self.K):  # events (at 0, in replica order, before any they schedule):
+            self.clock.at(0.0, self.start_round, k, 0)  # Ctrl-C stops between two of them
         return self.clock.run()
 
     # --- a replica's round: pull Θ, sample, hand out ---------------------------------------
@@ -120,6 +122,7 @@ class Tiers:
             batch.append(Sample(k, r, j, arch, math.nan, t, t + d))
             last = max(last, t + d)
         self._batch[k] = batch
+        self.sampled(len(batch))
         for s in batch:  # children that finish early wait for their replica's slowest
             if s.end < last:
                 self.timeline.append(Span(self.K + k * self.m + s.child, None, "idle", s.end,
@@ -145,8 +148,16 @@ class Tiers:
     def children_done(self, k: int, r: int) -> None:
         batch = self._batch.pop(k)
         if self.numerics:  # each child trains now (or comes from the cache)
-            batch = [s._replace(accuracy=child.accuracy(s.arch, self.seed, self.budget))
-                     for s in batch]
+            trained = []
+            for s in batch:
+                if self.clock.stopping:  # Ctrl-C: this round of replica k is left out whole
+                    return  # (the children trained so far stay in the cache)
+                trained.append(s._replace(accuracy=child.accuracy(s.arch, self.seed,
+                                                                  self.budget)))
+                self.tick(1)
+            batch = trained
+        else:
+            self.tick(len(batch))
         self.samples += batch
         if not self.learn:
             self.start_round(k, r + 1)

@@ -1,10 +1,11 @@
 """The life of one process: guard against orphans, join the group, play a role, report.
 
-Facts this rests on (shared/notes/processes-and-nas.md, B3): Jupyter's stop button sends SIGINT
-to the whole process group, and a process blocked inside a C++ gloo wait never runs Python's
-SIGINT handler, so we restore the default action (die at once). A forkserver child's parent is
-the forkserver, not the kernel, so if the kernel is killed outright nothing tells the child:
-a watchdog thread waits on the launcher's pid and ends the process when it goes.
+A process blocked inside a C++ gloo wait never runs Python's SIGINT handler, so SIGINT gets its
+default action back (die at once): a Ctrl-C in the terminal of a torchrun reaches every rank
+that way. Started from the forkserver, a process is in the forkserver's process group, not the
+caller's: a stop button or Ctrl-C reaches the launcher, which kills them. Its parent is the
+forkserver too, so if the launcher is killed outright nothing tells the process: a watchdog
+thread waits on the launcher's pid and ends the process when it goes.
 """
 from __future__ import annotations
 

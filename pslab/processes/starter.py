@@ -5,11 +5,23 @@ new Python importing torch (1.3-2 s of CPU each, on two cores shared by all of t
 This module imports nothing heavy: `warm()` starts the server while the caller (a notebook's
 first cell) is still importing its own modules, so the two imports run side by side instead of
 one after the other when the first run starts.
+
+The server and multiprocessing's resource tracker (started with it) each run in a process group
+of their own. A notebook kernel, asked to shut down, signals every process of its own group and
+waits until none is left: the server would die of it without being reaped (the kernel only
+reaps it when it starts processes again) and the tracker ignores SIGTERM, so the kernel would
+wait ~30 s and be killed, its atexit hooks (temporary folders) never run. Out of its group, both
+are left alone and end by themselves when the caller ends, however it ends: each waits on a pipe
+from it, which the end of the caller closes.
 """
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
+import subprocess
+import sys
 import threading
+import warnings
 from typing import Any
 
 # what the forkserver imports before its first fork: the parameter-server processes' modules,
@@ -19,11 +31,50 @@ PRELOAD = SERVER + ["pslab.processes.fsdp", "torch.distributed.fsdp"]
 
 
 def context(preload: list[str] = PRELOAD) -> Any:
-    """multiprocessing's forkserver context, its preload set (no effect once the server runs:
-    the first start decides what the session's server holds)."""
+    """multiprocessing's forkserver context with its server running, in a process group of its
+    own; `preload` is what a server started now holds (the first start decides what the
+    session's server holds)."""
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(preload)
+    _ensure_server()
     return ctx
+
+
+_servers: list[subprocess.Popen] = []  # the helpers started here, still running
+_starting = threading.Lock()
+
+
+@atexit.register
+def _let_go() -> None:
+    """The helpers outlive their Popen objects by design (they end when this process has
+    ended): no "subprocess is still running" warning for them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        _servers.clear()
+
+
+def _ensure_server() -> None:
+    """multiprocessing's own start of the forkserver (and of the resource tracker, which it
+    starts first), with each helper put in a process group of its own as it is spawned."""
+    from multiprocessing import forkserver, util
+
+    with _starting:
+        spawn, util.spawnv_passfds = util.spawnv_passfds, _spawn_in_own_group
+        try:
+            forkserver.ensure_running()  # spawns only what is not running yet
+        finally:
+            util.spawnv_passfds = spawn
+
+
+def _spawn_in_own_group(path: str, args: list[str], passfds: Any) -> int:
+    """multiprocessing.util.spawnv_passfds (start `args`, keep `passfds` open in it, return
+    its pid), the new process in a process group of its own."""
+    group = dict(process_group=0) if sys.version_info >= (3, 11) else \
+        dict(start_new_session=True)
+    p = subprocess.Popen(args, executable=path, pass_fds=tuple(sorted(map(int, passfds))),
+                         close_fds=True, restore_signals=False, **group)
+    _servers.append(p)
+    return p.pid
 
 
 def warm(fsdp: bool = True) -> threading.Thread:
@@ -36,10 +87,7 @@ def warm(fsdp: bool = True) -> threading.Thread:
         raise TypeError(f"fsdp must be True or False (got {fsdp!r})")
 
     def start() -> None:
-        from multiprocessing import forkserver
-
-        context(PRELOAD if fsdp else SERVER)
-        forkserver.ensure_running()  # spawns the server and returns: the imports go on there
+        context(PRELOAD if fsdp else SERVER)  # spawns the server: its imports go on there
 
     thread = threading.Thread(target=start, name="pslab-warm", daemon=True)
     thread.start()
