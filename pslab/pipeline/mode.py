@@ -25,8 +25,8 @@ class Pipeline:
     zb-h1 a multiple of max(1, m // p)). schedule: one of SCHEDULES. chunks: v model chunks
     per rank (see schedules.CHUNKS). layers: linear layers of the MLP, a multiple of p·v
     (default the smallest one >= 2). times: (F, B, W) seconds of one micro-batch's forward,
-    whole backward and weight-gradient half on every virtual stage (the papers' unit-time
-    figures; the input-gradient half I is B − W); default: each stage's share of the model's
+    whole backward and weight-gradient half on every rank, its v chunks taking 1/v each (the
+    papers' unit-time figures; the input-gradient half I is B − W); default: each stage's share of the model's
     FLOPs times the Cluster's compute_time (one micro-batch's forward + backward on one
     worker), with F : B : W = 1 : 2 : 1 (the backward's two matrix products per layer).
     """
