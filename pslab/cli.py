@@ -51,7 +51,7 @@ def _figure002() -> tuple[Figure, str]:
 
 
 def _figure003() -> tuple[Figure, str]:
-    from .nas import plot_figure
+    from .drawing.nas_diagram import plot_figure
 
     result = replay.figure003()
     return plot_figure(result), tikz(result)

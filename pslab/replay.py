@@ -60,7 +60,7 @@ def figure002(seed: int = 0) -> Run:
 
 def figure003(seed: int = 0) -> "Search":
     """Figure 003 live: S = 2 server shards, K = 3 controller replicas, m = 2 children each, 10
-    rounds of NAS by REINFORCE (a `pslab.nas.Search`; draw it with `pslab.nas.plot_figure`)."""
+    rounds of NAS by REINFORCE (a `pslab.nas.Search`; draw it with `pslab.plot.plot_figure`)."""
     from .nas.search import search  # loaded on first use: `import pslab` stays light
 
     return search(servers=2, controllers=3, children=2, rounds=10, seed=seed)

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+import pslab
 from pslab import classic
 
 
@@ -84,6 +85,6 @@ def test_a_result_prints_its_table_and_plots_its_sweep():
     text = repr(r)
     assert "paper" in text and "N − 1 = 2" in text and "pslab (live)" in text
     assert "<table>" in r._repr_html_()
-    fig = r.plot()
+    fig = pslab.plot.plot_result(r)
     assert len(fig.axes[0].lines) == 2
-    assert classic.d2l_transfers().plot().axes[0].patches  # named cases: bars
+    assert pslab.plot.plot_result(classic.d2l_transfers()).axes[0].patches  # named cases: bars

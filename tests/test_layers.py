@@ -33,3 +33,14 @@ def test_a_name_that_never_was_a_module_is_an_error():
         importlib.import_module("pslab.no_such_module")
     with pytest.raises(AttributeError):
         pslab.chrome_trace
+
+
+def test_import_pslab_nas_loads_no_plotting_or_widget_library():
+    import subprocess
+    import sys
+
+    code = ("import sys, pslab.nas\nprint([m for m in ('matplotlib', 'ipywidgets', "
+            "'anywidget', 'IPython') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "[]", done.stderr

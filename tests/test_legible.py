@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 
 import pslab  # noqa: E402
 from pslab import nas, plot, processes, replay  # noqa: E402
-from pslab.classic import explore  # noqa: E402
+from pslab.notebook import classic_explore as explore  # noqa: E402
 from pslab.notebook import widgets as pw  # noqa: E402
 from pslab.options import ProcessOptions  # noqa: E402
 
@@ -75,7 +75,7 @@ CELLS = {
      'print("paper, GB per GPU:", [round(m.total / 1e9, 1) for m in paper])\nours = '
      '[runs[0].memory[0]] + [r.memory[0] for r in runs[2:]]\npslab.plot.memory_bars({"paper: '
      'Ψ = 7.5 B, N = 64, mixed Adam": paper, "our MLP: N = 4, fp32 SGD": ours})'): ["runs"],
-    ("07_parameter_server_to_zero", "comm_bound.plot()"): ["comm_bound"],
+    ("07_parameter_server_to_zero", "pslab.plot.plot_result(comm_bound)"): ["comm_bound"],
     ("07_parameter_server_to_zero", "pslab.plot.plot_zero_flow(runs[4])"): ["runs"],
     ("07_parameter_server_to_zero", 'pslab.plot.compare(ddp, fsdp, labels=("all-reduce on PyTorch '
      'DDP, 2 processes", "ZeRO-3 on PyTorch FSDP2, 2 processes"), stacked=True)'): ["fsdp, ddp"],
@@ -104,12 +104,12 @@ CELLS = {
     ("03_gradient_accumulation", 'plot.compare(every, acc, labels=("(a) update every step", '
                                  '"(b) accumulate two steps"), palette="accumulation", '
                                  'stacked=True)'): ["every, acc"],
-    ("04_nas_hierarchy", "nas.plot_figure(result)"): ["result"],
-    ("04_nas_hierarchy", "nas.plot_rewards(found)"): ["found"],
-    ("04_nas_hierarchy", "paper = nas.paper_scale(servers=1)\nnas.plot_tiers(paper, "
+    ("04_nas_hierarchy", "plot.plot_figure(result)"): ["result"],
+    ("04_nas_hierarchy", "plot.plot_rewards(found)"): ["found"],
+    ("04_nas_hierarchy", "paper = nas.paper_scale(servers=1)\nplot.plot_tiers(paper, "
                          "replicas=2)"): [],
-    ("04_nas_hierarchy", "nas.plot_sweep(sweep, floor=nas.lower_bound())"): ["sweep"],
-    **{("05_classic_results", f"r{i}.plot()"): [f"r{i}"] for i in range(1, 8)},
+    ("04_nas_hierarchy", "plot.plot_sweep(sweep, floor=nas.lower_bound())"): ["sweep"],
+    **{("05_classic_results", f"plot.plot_result(r{i})"): [f"r{i}"] for i in range(1, 8)},
     ("06_real_processes", 'plot.compare(processes.scaled(sim, 0.02), run, stacked=True,\n'
                           '             labels=("simulated, virtual seconds x 0.02", '
                           '"measured on 5 processes, seconds"))'): ["sim, run"],

@@ -10,9 +10,11 @@ from matplotlib.figure import Figure
 
 import pslab
 from pslab.nas import compare, scale
-from pslab.nas.live import Dashboard
-from pslab.nas.diagram import flows, plot_hierarchy
-from pslab.nas.tiers_plot import blocks, rows, server_busy
+from pslab.notebook.nas_live import Dashboard
+from pslab.drawing.nas_compare import plot_rewards
+from pslab.drawing.nas_diagram import flows, plot_hierarchy
+from pslab.drawing.nas_tiers_plot import blocks, rows
+from pslab.nas.scale import server_busy
 from pslab.drawing.tex import tex_available
 
 SMALL = dict(steps=20)
@@ -56,7 +58,7 @@ def test_the_timeline_has_a_row_per_shard_replica_and_child(result):
                  for s in server_rows]
     assert per_shard == [3 * 4 * 3] * 2  # pulls, pushes and updates of every replica's round
     assert 0 < server_busy(result) < 1
-    assert isinstance(pslab.nas.plot_tiers(result), Figure)
+    assert isinstance(pslab.plot.plot_tiers(result), Figure)
 
 
 def test_tikz_draws_every_block_and_compiles(result, tmp_path):
@@ -86,14 +88,14 @@ def test_reinforce_against_random_table_has_both_methods_per_seed():
     d = found[0]
     assert table[0][2] == pytest.approx(d.reinforce.curve[0])
     assert table[1][4] == d.random.best[0].accuracy
-    assert isinstance(compare.plot_rewards(found), Figure)
+    assert isinstance(plot_rewards(found), Figure)
 
 
 def test_replay_figure003_repeats_exactly():
     a, b = pslab.replay.figure003(), pslab.replay.figure003()
     assert (a.servers, a.controllers, a.children, a.rounds) == (2, 3, 2, 10)
     assert a.samples == b.samples and a.timeline == b.timeline
-    assert isinstance(pslab.nas.plot_figure(a), Figure)
+    assert isinstance(pslab.plot.plot_figure(a), Figure)
 
 
 def test_dashboard_timeline_follows_the_sliders_and_settles():
@@ -112,7 +114,7 @@ def test_dashboard_timeline_follows_the_sliders_and_settles():
 
 
 def test_nas_dashboard_refuses_what_its_sliders_cannot_show():
-    from pslab.nas.live import Dashboard
+    from pslab.notebook.nas_live import Dashboard
 
     dash = Dashboard(settle_delay=None)
     with pytest.raises(ValueError, match="servers must be a number from"):
@@ -127,7 +129,7 @@ def test_nas_dashboard_is_ready_only_for_the_values_its_controls_show():
     fade, 'ready' waits until they are of S = 8, and the numbers then say S=8."""
     import asyncio
 
-    from pslab.nas.live import Dashboard
+    from pslab.notebook.nas_live import Dashboard
 
     async def scenario():
         dash = Dashboard(settle_delay=0.05, rounds=3)
@@ -160,7 +162,7 @@ def test_nas_dashboard_text_reads_at_10_px_in_a_590_px_cell():
     import re
 
     from legible import READABLE_PX, texts
-    from pslab.nas.live import Dashboard
+    from pslab.notebook.nas_live import Dashboard
 
     dash = Dashboard(settle_delay=None, rounds=3, controllers=8, servers=8, children=4)
     timeline, curves = dash.snapshot_figures()  # the picture a saved notebook keeps
@@ -178,7 +180,7 @@ def test_nas_dashboard_text_reads_at_10_px_in_a_590_px_cell():
 
 
 def test_nas_dashboard_explains_async_ending_later_than_sync_only_when_it_does():
-    from pslab.nas.live import Dashboard
+    from pslab.notebook.nas_live import Dashboard
     from pslab.nas.search import search
 
     dash = Dashboard(settle_delay=None, rounds=3)  # async 13.2 s, sync 11.8 s here
@@ -217,7 +219,7 @@ def test_nas_timeline_hover_says_what_each_child_was_and_how_it_did():
     from pslab.nas.space import describe
     from collections import Counter
 
-    from pslab.nas.tiers_plot import NAMES
+    from pslab.drawing.nas_tiers_plot import NAMES
 
     dash = Dashboard(settle_delay=None, rounds=3, controllers=5)
     result, panel = dash.result, dash.figures["timeline"].panels[0]

@@ -48,7 +48,7 @@ def test_nas_replicas_and_servers_number_from_zero():
     result = nas.search(servers=2, controllers=2, children=2, rounds=1, numerics=False)
     assert [result.row_label(w) for w in range(6)] == ["C0", "C1", "C0.0", "C0.1", "C1.0",
                                                         "C1.1"]
-    texts = [t.get_text() for t in nas.plot_hierarchy(result).axes[0].texts]
+    texts = [t.get_text() for t in plot.plot_hierarchy(result).axes[0].texts]
     for name in ("Server 0", "Controller 0", "Child 0"):
         assert any(t.startswith(name) for t in texts), name
     assert not any(t.startswith("Controller 2") for t in texts)

@@ -48,7 +48,7 @@ ZERO_DASH = dict(seed=(0,), jitter=(0.0,), latency=(0.0,), bandwidth=(1e300,))  
 
 
 def _nas_settings() -> dict[str, str]:
-    from pslab.nas.live import START
+    from pslab.notebook.nas_live import START
 
     return {n: type(v).__name__ for n, v in START.items()}
 
@@ -89,15 +89,15 @@ ENTRIES = [
           hints=_zero_settings(), allowed=dict(ZERO_DASH, settle_delay=(0.0,))),
     Entry("pslab.notebook.zero_dashboard.ZeroDashboard.set", hints=_zero_settings(),
           allowed=ZERO_DASH, label="zero_dash.set"),
-    Entry("pslab.nas.live.Dashboard", base=dict(settle_delay=None), hints=_nas_settings(),
+    Entry("pslab.notebook.nas_live.Dashboard", base=dict(settle_delay=None), hints=_nas_settings(),
           allowed=dict(seed=(0,), settle_delay=(0.0,))),
-    Entry("pslab.nas.live.Dashboard.set", hints=_nas_settings(), label="nas_dash.set"),
+    Entry("pslab.notebook.nas_live.Dashboard.set", hints=_nas_settings(), label="nas_dash.set"),
     Entry("pslab.notebook.quiz.question"), Entry("pslab.notebook.quiz.questions"),
     Entry("pslab.notebook.quiz.hide_answers"),
     Entry("pslab.checkpoint.Checkpoint", base=dict(path="run.ckpt"),
           allowed=dict(at=(0.0, 1e300))),
     Entry("pslab.resume", base=dict(path="no-such.ckpt")),
-    Entry("pslab.nas.questions.question"),
+    Entry("pslab.notebook.nas_questions.question"),
     Entry("pslab.classic.bounded_delay",
           allowed=dict(seed=(0,), target=(0.0, 1e300), lr=(1e300,), converge=([],))),
     Entry("pslab.classic.softsync_staleness"), Entry("pslab.classic.staleness_aware_lr",
@@ -111,7 +111,7 @@ CASES = cases(ENTRIES)
 @pytest.fixture(scope="module")
 def slots():
     """The values a case names but cannot make at collection: runs, built dashboards."""
-    from pslab.nas.live import Dashboard as NasDashboard
+    from pslab.notebook.nas_live import Dashboard as NasDashboard
     from pslab.notebook.widgets import Dashboard
 
     from pslab.notebook.zero_dashboard import ZeroDashboard

@@ -9,8 +9,10 @@
     pslab.classic.distbelief_scaling() # Dean et al. 2012: communication-bound stops scaling
     pslab.classic.horovod_scaling()    # Sergeev & Del Balso 2018: PS vs ring vs ZeRO over N
 
-Each returns a Result: the paper's number beside pslab's (a table) and `.plot()`.
-Layer: a tier above the front door (`pslab.train`), drawing with the drawing layer.
+Each returns a Result: the paper's number beside pslab's (a table) and its sweep,
+drawn by `pslab.plot.plot_result`.
+Layer: a tier above the front door (`pslab.train`), headless: drawn by pslab/drawing/classic_plot.py,
+explored with the knobs of pslab/notebook/classic_explore.py.
 """
 from .papers import (async_staleness, backup_workers, bounded_delay, d2l_transfers,
                      distbelief_scaling, softsync_staleness, staleness_aware_lr)

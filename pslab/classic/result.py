@@ -10,8 +10,6 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from matplotlib.figure import Figure
-
 
 @dataclass
 class Row:
@@ -63,33 +61,3 @@ class Result:
         return (f"<p><b>{html.escape(self.title)}</b> — {html.escape(self.source)}</p>"
                 f"<table><tr><th></th><th>paper</th><th>pslab (live)</th></tr>{cells}</table>"
                 f"{note}")
-
-    def plot(self, figsize: tuple[float, float] = (7.0, 3.6)) -> Figure:
-        """The sweep: lines over a numeric knob, grouped bars over named cases."""
-        fig = Figure(figsize=figsize, layout="constrained")
-        ax = fig.add_subplot()
-        numeric = all(isinstance(x, (int, float)) for x in self.xs)
-        for i, (label, ys) in enumerate(self.series.items()):
-            if numeric:
-                on = ax.twinx() if label == self.twin else ax
-                on.plot(self.xs, ys, marker="o", label=label, color=f"C{i}")
-                if on is not ax:
-                    on.set_ylabel(label, color=f"C{i}")
-                    on.set_ylim(bottom=0)
-            else:
-                width = 0.8 / len(self.series)
-                pos = [j + (i - (len(self.series) - 1) / 2) * width for j in range(len(self.xs))]
-                bars = ax.bar(pos, ys, width, label=label)
-                ax.bar_label(bars, fmt="%.3g", fontsize=9)
-        if self.scale == "log":
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log", base=2)
-        if not numeric:
-            ax.set_xticks(range(len(self.xs)), [str(x) for x in self.xs], fontsize=9)
-        ax.set_xlabel(self.x)
-        ax.set_ylabel(self.ylabel)
-        ax.set_title(self.title, fontsize=10)
-        ax.grid(alpha=0.3)
-        if len(self.series) > 1 and self.twin is None:
-            ax.legend(fontsize=9, frameon=False)
-        return fig

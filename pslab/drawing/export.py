@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 from os import PathLike
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ..checks import flag, number, run_labels
 from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
+from ..nas.search import Search
 from ..result import Run, as_runs
 from .tex import escape as _esc, style_preamble  # _esc: nas/tikz.py's too
 from ..files import write_atomic
@@ -98,9 +99,6 @@ def _panel(run: Run, y0: float, xs: float, right: float, palette: str, column: b
     return out, bottom - 1.6
 
 
-# Results of the tiers above (a NAS Search): their TikZ drawer, registered by the tier itself when
-# it loads, so that drawing never imports a tier (pslab/nas/tikz.py: OTHER_RESULTS[Search]).
-OTHER_RESULTS: dict[type, Callable[..., str]] = {}
 
 
 def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str = "ps",
@@ -109,14 +107,15 @@ def tikz(run: Run | Sequence[Run], path: str | Path | None = None, palette: str 
     """A standalone LaTeX document drawing the timeline of `run` (or of several runs, stacked
     on one time scale); written to `path` when given. width: cm of the longest makespan.
     palette/column as in `pslab.plot.TimelinePlot`. A `pslab.nas.Search` (figure 003) gets its
-    three-tier timeline (`pslab.nas.tikz.tikz`).
+    three-tier timeline (`pslab.drawing.nas_tikz.tikz`).
     """
     width = number("width (cm)", width, positive=True, high=WIDEST)
     if path is not None and not isinstance(path, (str, PathLike)):
         raise ValueError(f"path must be a file name (str or Path) or None (got {path!r})")
-    drawer = OTHER_RESULTS.get(type(run))
-    if drawer is not None:  # figure 003's Search: drawn by the tier that made it
-        return drawer(run, path, width=width)
+    if isinstance(run, Search):  # figure 003: its three tiers (nas_tikz builds on this module)
+        from .nas_tikz import tikz as three_tiers
+
+        return three_tiers(run, path, width=width)
     if palette not in PALETTES:
         raise ValueError(f"palette must be one of {sorted(PALETTES)} (got {palette!r})")
     runs = as_runs(run)

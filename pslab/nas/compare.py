@@ -8,9 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 import numpy as np
-from matplotlib.figure import Figure
 
-from ..drawing.sizes import CELL_IN
 from .random_search import random_search
 from .search import Search, search
 
@@ -60,32 +58,8 @@ def summary(found: Sequence[Duel], first: int = 3) -> dict[str, tuple[float, flo
             for m in ("REINFORCE", "random")}
 
 
-def plot_rewards(found: Sequence[Duel]) -> Figure:
-    """Mean accuracy of the sampled children per round: the mean over seeds thick, the band
-    between the lowest and highest seed shaded (how far one seed's curve moves by chance)."""
-    fig = Figure(figsize=(CELL_IN, 3.8), layout="constrained")
-    ax, ax2 = fig.subplots(1, 2)
-    colours = {"REINFORCE": "#2E7D32", "random": "#7F7F7F"}
-    for name, pick in (("REINFORCE", lambda d: d.reinforce), ("random", lambda d: d.random)):
-        curves = np.array([pick(d).curve for d in found])
-        best = np.array([np.maximum.accumulate(_round_best(pick(d))) for d in found])
-        x = np.arange(1, curves.shape[1] + 1)
-        for a, ys in ((ax, curves), (ax2, best)):
-            a.fill_between(x, ys.min(0), ys.max(0), color=colours[name], alpha=0.18, lw=0)
-            a.plot(x, ys.mean(0), color=colours[name], lw=2.5, label=name)
-    ax.set_title(f"mean R of the children sampled\n(line: mean of {len(found)} seeds; "
-                 "band: lowest to highest)", fontsize=9.5)
-    ax2.set_title("best R found so far", fontsize=9.5)
-    for a in (ax, ax2):
-        a.set_xlabel("round", fontsize=10)
-        a.set_ylabel("held-out accuracy R", fontsize=10)
-        a.tick_params(labelsize=9)
-        a.grid(alpha=0.3)
-        a.legend(fontsize=9, frameon=False, loc="lower right")
-    return fig
-
-
-def _round_best(r: Search) -> np.ndarray:
+def round_best(r: Search) -> np.ndarray:
+    """The best accuracy sampled in each round."""
     out = np.zeros(r.rounds)
     for s in r.samples:
         out[s.round] = max(out[s.round], s.accuracy)

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from matplotlib.figure import Figure
-
 from ..cluster import Cluster
-from ..drawing.sizes import CELL_IN
 from .search import Search, search
-from .tiers_plot import server_busy
 
 PAPER = dict(servers=20, controllers=100, children=8)
 PAPER_CLUSTER = dict(compute_time=0.03, latency=0.001, bandwidth=1e3, update_time=0.2)
@@ -50,25 +46,10 @@ def format_sweep(results: Sequence[Search]) -> str:
                  ("S", "makespan (s)", "busiest shard busy", "max staleness"))
 
 
-def plot_sweep(results: Sequence[Search], floor: float | None = None) -> Figure:
-    """Makespan and the busiest shard's load against S."""
-    fig = Figure(figsize=(CELL_IN, 3.8), layout="constrained")
-    ax, ax2 = fig.subplots(1, 2)
-    s = [r.servers for r in results]
-    ax.plot(s, [r.makespan for r in results], "o-", color="#C0392B", lw=2, label="makespan")
-    if floor is not None:
-        ax.axhline(floor, color="0.4", ls="--", lw=1.2, label="free network (children only)")
-    ax.set_xlabel("parameter-server shards S", fontsize=10)
-    ax.set_ylabel("virtual seconds", fontsize=10)
-    ax.set_title(f"time to finish\n(K = {results[0].controllers}, m = {results[0].children}, "
-                 f"{results[0].rounds} rounds)", fontsize=10)
-    ax.legend(fontsize=9, frameon=False)
-    ax2.plot(s, [100 * server_busy(r) for r in results], "s-", color="#2E5FA8", lw=2)
-    ax2.set_ylim(0, 105)
-    ax2.set_xlabel("parameter-server shards S", fontsize=10)
-    ax2.set_ylabel("busiest shard busy\n(% of makespan)", fontsize=10)
-    ax2.set_title("the servers' load\n", fontsize=10)
-    for a in (ax, ax2):
-        a.tick_params(labelsize=9)
-        a.grid(alpha=0.3)
-    return fig
+def server_busy(result: Search) -> float:
+    """The busiest shard's busy time over the makespan (its jobs never overlap: FCFS)."""
+    busy = [0.0] * result.servers
+    for sp in result.timeline:
+        if sp.shard is not None:
+            busy[sp.shard] += sp.end - sp.start
+    return max(busy) / result.makespan if result.makespan else 0.0

@@ -38,7 +38,7 @@ from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_p
 from ..drawing.timeline_plot import shard_label
 from .progress import Progress, sweep, table  # noqa: F401 - public here too
 from .controls import (BANDWIDTHS, CONTROLS, HELP, LR_VALUES, check_settle_delay,  # noqa: F401
-                       dress, within)  # (public here too: pslab.nas.live and the tests use them)
+                       dress, within)  # (public here too: pslab.notebook.nas_live and the tests use them)
 from ..result import Run
 from .explain import why_html
 from .dashboard import TEXT_STYLE, DashboardBase

@@ -17,10 +17,11 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..drawing.palette import PALETTES
-from ..drawing.sizes import CELL_IN, MIN_PT
+from .palette import PALETTES
+from .sizes import CELL_IN, MIN_PT
 from ..timeline import Span
-from .search import Search
+from ..nas.scale import server_busy
+from ..nas.search import Search
 
 NAMES = {"fetch": "Θ pull", "push": "gradient push", "update": "update of Θ",
          "compute": "child training", "idle": "waiting"}
@@ -41,7 +42,7 @@ def rows(result: Search, replicas: int | None = None) -> list[tuple[str, str, in
 def placed(result: Search, replicas: int | None = None) -> Iterator[tuple[Span, int]]:
     """(span, row) for every block one can see: a pull or push is drawn on its replica's row
     and on its shard's row (both are busy with it); a hidden replica's spans only on shards.
-    Read by both renderers: matplotlib (`blocks`) and the browser (`pslab.nas.browser_tiers`)."""
+    Read by both renderers: matplotlib (`blocks`) and the browser (`pslab.notebook.nas_browser_tiers`)."""
     index = {(t == "servers", key): i for i, (t, _, key) in enumerate(rows(result, replicas))}
     for sp in result.timeline:
         if sp.end <= sp.start:
@@ -164,12 +165,3 @@ def _caption(result: Search, n_rows: int) -> str:
     hidden = result.controllers - (n_rows - result.servers) // (1 + result.children)
     return text + (f"\n(first {result.controllers - hidden} of {result.controllers} replicas "
                    "shown)" if hidden > 0 else "")
-
-
-def server_busy(result: Search) -> float:
-    """The busiest shard's busy time over the makespan (its jobs never overlap: FCFS)."""
-    busy = [0.0] * result.servers
-    for sp in result.timeline:
-        if sp.shard is not None:
-            busy[sp.shard] += sp.end - sp.start
-    return max(busy) / result.makespan if result.makespan else 0.0

@@ -15,10 +15,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
-from ..drawing.dataflow_plot import _arrow, fmt_bytes
-from ..drawing.palette import ROLES
-from ..drawing.sizes import CELL_IN, MIN_PT
-from .search import Search
+from .dataflow_plot import _arrow, fmt_bytes
+from .palette import ROLES
+from .sizes import CELL_IN, MIN_PT
+from ..nas.search import Search
 
 FONT = MIN_PT + 0.5  # box text: >= 10 px in a 590-px notebook cell (pslab.drawing.sizes)
 SMALL = MIN_PT  # edge labels
@@ -156,7 +156,7 @@ def _title(result: Search) -> str:
 
 def plot_figure(result: Search) -> Figure:
     """Figure 003 replayed: the three tiers with their flows, above their timeline."""
-    from .tiers_plot import plot_tiers, rows
+    from .nas_tiers_plot import plot_tiers, rows
 
     n_rows = len(rows(result, min(result.controllers, 4)))
     tiers = 0.3 * n_rows + 2.2

@@ -3,16 +3,16 @@
 They are `pslab.quiz.Question`s (same checking, same hidden-answers switch for teachers); only
 the experiments are NAS ones.
 
-    q = pslab.nas.question("003.updates"); q.check(30)
+    q = pslab.notebook.nas_questions.question("003.updates"); q.check(30)
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from ..notebook.question import Question, Truth
-from . import compare, scale
-from .search import search
-from .tiers_plot import server_busy
+from .question import Question, Truth
+from ..nas import compare, scale
+from ..nas.search import search
+from ..nas.scale import server_busy
 
 SEEDS = (0, 1, 2)  # the seeds the notebook compares on: their children are already cached
 

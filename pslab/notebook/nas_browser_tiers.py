@@ -2,7 +2,7 @@
 the plain data `pslab.notebook.browser_figure.BrowserFigure` draws (a few kB a slider step, no
 PNG drawn in the kernel).
 
-The rows and the blocks are the matplotlib plot's (`pslab.nas.tiers_plot.rows`, `placed`), the
+The rows and the blocks are the matplotlib plot's (`pslab.drawing.nas_tiers_plot.rows`, `placed`), the
 colours figure 000's. A hover on a block says its row, kind, round, start and end (and a pull's
 or push's shard); on a child's training block also which architecture the controller sampled
 and the held-out accuracy it reached (the reward). The curves are `plot_curves`'s: each replica
@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from ..drawing.palette import PALETTES
-from ..notebook.browser_plots import FONT, packed
-from ..notebook.livefigure import nice_ceiling
-from .search import Search
-from .space import describe
-from .tiers_plot import HEIGHT, NAMES, placed, rows
+from .browser_plots import FONT, packed
+from .livefigure import nice_ceiling
+from ..nas.search import Search
+from ..nas.space import describe
+from ..drawing.nas_tiers_plot import HEIGHT, NAMES, placed, rows
 
 KINDS = list(NAMES)  # fetch, push, update, compute, idle: a block's kind code
 # matplotlib's z-order: the updates (zorder 3) over the rest, which are drawn in NAMES' order

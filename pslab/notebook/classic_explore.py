@@ -15,7 +15,7 @@ from ..cluster import Cluster
 from ..modes import SSP, Backup
 from ..result import Run
 from ..training import train
-from .papers import BOUNDED_DELAY, STRAGGLERS, step_time, waiting
+from ..classic.papers import BOUNDED_DELAY, STRAGGLERS, step_time, waiting
 
 MARKS = {"dropped": dict(hatch="xxx", edgecolor="crimson", label="push dropped (late)"),
          "queue": dict(hatch="...", edgecolor="0.35", label="idle: queued at a busy shard")}

@@ -7,13 +7,13 @@ the sliders rest for `settle_delay` seconds, the real search runs (children trai
 with a random search at the same budget, and the timeline and the reward curves are redrawn
 from it. Without a running event loop (tests, scripts) that happens at once.
 
-Both plots are drawn by the browser from the search's data (`pslab.nas.browser_tiers`, the
+Both plots are drawn by the browser from the search's data (`pslab.notebook.nas_browser_tiers`, the
 core dashboards' `BrowserFigure`): a slider step sends the blocks, not a PNG; a hover on a
 child's block says which architecture it was and how it did; a busy region zooms (drag, wheel;
 double-click: the whole search). Matplotlib draws the static picture a saved notebook keeps
 (`Dashboard.snapshot`).
 
-    pslab.nas.dashboard()          # S=2, K=3, m=2, 10 rounds, lr 2
+    pslab.notebook.nas_live.dashboard()          # S=2, K=3, m=2, 10 rounds, lr 2
 """
 from __future__ import annotations
 
@@ -29,15 +29,16 @@ from PIL import Image
 
 from ..checks import integer
 from ..drawing.sizes import CELL_IN
-from ..notebook.browser_figure import BrowserFigure
-from ..notebook.livefigure import png_bytes
-from ..notebook.controls import check_settle_delay, dress, within
-from ..notebook.dashboard import TEXT_STYLE, DashboardBase
-from .browser_tiers import (REWARDS_LAYOUT, REWARDS_LEGEND, TIERS_LAYOUT, TIERS_LEGEND,
+from .browser_figure import BrowserFigure
+from .livefigure import png_bytes
+from .controls import check_settle_delay, dress, within
+from .dashboard import TEXT_STYLE, DashboardBase
+from .nas_browser_tiers import (REWARDS_LAYOUT, REWARDS_LEGEND, TIERS_LAYOUT, TIERS_LEGEND,
                             rewards_panel, tiers_panel)
-from .random_search import random_search
-from .search import Search, search
-from .tiers_plot import TiersPlot, server_busy
+from ..nas.random_search import random_search
+from ..nas.search import Search, search
+from ..drawing.nas_tiers_plot import TiersPlot
+from ..nas.scale import server_busy
 
 LRS = (0.2, 0.5, 1.0, 2.0, 4.0, 10.0)
 RANGES = {"servers": (1, 8), "controllers": (1, 8), "children": (1, 4), "rounds": (2, 20)}
@@ -231,7 +232,7 @@ class Dashboard(DashboardBase):
         return out.getvalue()
 
     def __repr__(self) -> str:
-        return f"pslab.nas.Dashboard({self.settings})"
+        return f"pslab.notebook.nas_live.Dashboard({self.settings})"
 
 
 def dashboard(**start: Any) -> Dashboard:

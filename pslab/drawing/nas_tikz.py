@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..drawing.export import OTHER_RESULTS, _esc, _num, _ticks
-from ..drawing.tex import style_preamble
-from .search import Search
-from .tiers_plot import NAMES, blocks, rows
+from .export import _esc, _num, _ticks
+from .tex import style_preamble
+from ..nas.search import Search
+from .nas_tiers_plot import NAMES, blocks, rows
 from ..files import write_atomic
 
 ROW = 0.5  # cm per row
@@ -65,5 +65,3 @@ def tikz(result: Search, path: str | Path | None = None, width: float = 14.0,
         write_atomic(path, doc.encode("utf-8"))
     return doc
 
-
-OTHER_RESULTS[Search] = tikz  # pslab.tikz(search) draws it: drawing imports no tier
