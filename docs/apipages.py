@@ -16,7 +16,10 @@ from types import ModuleType
 # Public modules beyond those that pslab.__all__ names (any that is gone is skipped).
 MODULES = ["pslab.processes", "pslab.nas", "pslab.classic", "pslab.pipeline", "pslab.replay", "pslab.zero",
            "pslab.drawing.plot", "pslab.notebook.quiz", "pslab.notebook.widgets",
-           "pslab.settings", "pslab.options", "pslab.notebook.dashboard"]
+           "pslab.settings", "pslab.options", "pslab.notebook.dashboard",
+           # the core, for a reader of the code: the clock, the arithmetic, the actors
+           "pslab.engine", "pslab.server", "pslab.worker", "pslab.layout", "pslab.timeline",
+           "pslab.simulation"]
 
 
 def _kind(obj: object) -> str:
@@ -114,13 +117,32 @@ BULLET = re.compile(r"^ *([-*+]|\d+[.)]) +")
 
 
 def _paragraphs(lines: list[str]) -> list[list[str]]:
+    """Blocks between blank lines, and a list written straight under (or over) a sentence split
+    from it, as reST wants a blank line there."""
     out: list[list[str]] = [[]]
+    listed = False  # whether the block being read is a list
     for line in lines:
-        if line.strip():
-            out[-1].append(line)
-        elif out[-1]:
+        if not line.strip():
             out.append([])
+            continue
+        bullet = BULLET.match(line) is not None
+        starts = _indent(line) == (_indent(out[-1][0]) if out[-1] else _indent(line))
+        if out[-1] and starts and bullet != listed:
+            out.append([])  # a list begins under a sentence, or a sentence after a list
+        if not out[-1]:
+            listed = bullet
+        out[-1].append(line)
     return [p for p in out if p]
+
+
+STARRED = re.compile(r"(?<![\w*\\])(\*{1,2})(?=[A-Za-z_]\w*\b(?!\*))")
+
+
+def _escape_stars(line: str) -> str:
+    """`fn(*args, **kw)` outside backquotes: the stars are not emphasis."""
+    parts = line.split("`")
+    parts[::2] = [STARRED.sub(lambda m: "\\" + "\\".join(m.group(1)), s) for s in parts[::2]]
+    return "`".join(parts)
 
 
 def _indent(line: str) -> int:
@@ -154,8 +176,8 @@ def plain_docstrings(app, what, name, obj, options, lines: list[str]) -> None:  
         elif _indent(first) > 0:
             out += ["::", ""] + ["    " + line for line in paragraph]
         elif not _reflowed(paragraph):
-            out += ["| " + line for line in paragraph]
+            out += ["| " + _escape_stars(line) for line in paragraph]
         else:
-            out += paragraph
+            out += [_escape_stars(line) for line in paragraph]
         out.append("")
     lines[:] = out
