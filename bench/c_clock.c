@@ -1,5 +1,5 @@
 /* bench/c_clock.c: figure 000's async timing-only schedule in C, a measured answer to "what
- * would a compiled event loop give" (issue 19). Not part of pslab: bench/c_clock.py compiles it
+ * would a compiled event loop give". Not part of pslab: bench/c_clock.py compiles it
  * when a C compiler is there and checks that it gives pslab's makespan and span count bit for
  * bit before timing it. Same algorithm as pslab.simulation: a heap of (time, sequence) events,
  * Lindley's recursion per shard, holes before a queued transfer become idle spans, each span
