@@ -25,7 +25,8 @@ import time
 import ipywidgets
 import torch
 
-from pslab.notebook.liveview import PRESETS, View
+from pslab.notebook.dashboard_settings import PRESETS
+from pslab.notebook.liveview import View
 from pslab.notebook.widgets import Dashboard
 
 

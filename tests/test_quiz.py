@@ -6,7 +6,7 @@ import pytest
 
 import pslab
 from pslab import quiz, replay
-from pslab.notebook.liveview import single_thread
+from pslab.model import single_thread
 from pslab.notebook import question as asking  # where a question's pieces and state live
 from pslab.drawing.plot import flows
 

@@ -98,14 +98,14 @@ BAD_DASHBOARD = [
 
 @pytest.mark.parametrize("overrides, name", BAD_DASHBOARD)
 def test_dashboard_settings_are_checked_against_the_controls_ranges(overrides, name):
-    from pslab.notebook.liveview import preset
+    from pslab.notebook.dashboard_settings import preset
 
     with pytest.raises(ValueError, match=name):
         preset("000", **overrides)
 
 
 def test_dashboard_preset_names_the_presets():
-    from pslab.notebook.liveview import preset
+    from pslab.notebook.dashboard_settings import preset
 
     with pytest.raises(ValueError, match="preset_name must be one of 'default', '000'"):
         preset("004")

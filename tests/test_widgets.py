@@ -15,11 +15,13 @@ import pytest
 from PIL import Image
 
 import pslab
-from pslab.notebook.liveview import (PRESETS, Settings, View, _timeline_artists,
-                             preset, single_thread)
+from pslab.model import single_thread
+from pslab.notebook.controls import CONTROLS
+from pslab.notebook.dashboard_settings import PRESETS, Settings, preset
+from pslab.notebook.liveview import View, _timeline_artists
 from pslab.notebook.livefigure import LiveFigure, nice_ceiling
 from pslab.notebook.browser_plots import column
-from pslab.notebook.widgets import CONTROLS, Dashboard, Progress, describe, sweep, table
+from pslab.notebook.widgets import Dashboard, Progress, describe, sweep, table
 
 
 def pixels(png: bytes) -> np.ndarray:
@@ -307,7 +309,7 @@ def test_sync_dashboard_shows_each_workers_idle_share_instead_of_one_staleness_b
 
 
 def test_before_label_reads_like_a_person_wrote_it():
-    from pslab.notebook.liveview import describe_change
+    from pslab.notebook.dashboard_settings import describe_change
 
     now = preset("default")
     assert describe_change(now, now.changed(bandwidth=1e6)) == "bandwidth 1 MB/s"

@@ -4,7 +4,7 @@
 straggler's slowdown, shards, bandwidth, links) plus the fixed parts of a figure's set-up; `PRESETS`
 are the set-ups the notebooks start from (figures 000-002); `describe_change` and
 `value_text` say a setting the way a person reads it ("bandwidth 100 kB/s"). No plotting and
-no widgets here: `pslab.liveview` draws, `pslab.widgets` puts controls in front.
+no widgets here: `pslab.notebook.liveview` draws, `pslab.widgets` puts controls in front.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A slider step runs the clock only (`numerics=False`, a few ms) and shows that ru
 sliders rest, `settle` repeats it with the arithmetic for the loss curve, keeping the settled
 run before it for comparison. `RunCache` keeps the last runs, so moving a slider back is free.
 Both renderers read a `LiveRuns`: the browser plots of the dashboards
-(`pslab.notebook.browser_plots`) and the matplotlib `View` (`pslab.liveview`: the static
+(`pslab.notebook.browser_plots`) and the matplotlib `View` (`pslab.notebook.liveview`: the static
 picture a saved notebook keeps, tests, the benchmark's "before").
 """
 from __future__ import annotations

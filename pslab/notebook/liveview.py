@@ -25,13 +25,10 @@ from PIL import Image
 
 from ..drawing.busy_plot import BusyPlot
 from ..drawing.sizes import CELL_IN
-# the settings are re-exported: `from pslab.liveview import PRESETS, Settings, ...` keeps working
-from .dashboard_settings import (MODES, PRESETS, RANGES, SLOWDOWN, Settings,  # noqa: F401
-                                 bytes_per_s, describe_change, preset, value_text)
+from .dashboard_settings import PRESETS, Settings
 from .livefigure import LiveFigure, nice_ceiling
-from .liveruns import LiveRuns, RunCache  # noqa: F401 - RunCache: public here too
+from .liveruns import LiveRuns
 from ..drawing.plot import StalenessPlot, TimelinePlot, TrainingPlot, legend_handles
-from ..model import single_thread  # noqa: F401 - public here (pslab.widgets re-exports it)
 from ..result import Run
 
 # A dashboard's controls, timeline and loss curve share one screen at 1024x768 with the file

@@ -97,7 +97,7 @@ def _ps_stale() -> Truth:
 
 
 def _ps_accuracy() -> Truth:
-    from .liveview import PRESETS
+    from .dashboard_settings import PRESETS
 
     s = PRESETS["default"]
     runs = {m: train(**s.changed(mode=m).train_kwargs()) for m in ("sync", "async")}
@@ -112,7 +112,7 @@ def _ps_accuracy() -> Truth:
 
 
 def _ps_ssp() -> Truth:
-    from .liveview import PRESETS
+    from .dashboard_settings import PRESETS
 
     s = PRESETS["default"]
     ssp = train(numerics=False, **s.changed(mode="SSP", ssp=1).train_kwargs())

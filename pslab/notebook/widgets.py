@@ -18,7 +18,7 @@ runs the clock only (`numerics=False`) and redraws the timeline at once; the los
 numbers fade until the sliders have been still for `settle_delay` seconds and the run is
 repeated with the arithmetic; "ready" shows only when everything shown is of the controls'
 values. Without a running event loop (tests, scripts) that happens at once. Matplotlib draws
-the static picture a saved notebook keeps (`pslab.liveview.snapshot_of`).
+the static picture a saved notebook keeps (`pslab.notebook.liveview.snapshot_of`).
 """
 from __future__ import annotations
 
@@ -33,18 +33,17 @@ from .browser_plots import (CURVES_LAYOUT, curves, side_layout, side_legend, sid
                             timeline_layout, timeline_legend, timeline_panel, timeline_rows)
 from .livefigure import nice_ceiling
 from .liveruns import LiveRuns
-from .liveview import (MODES, PRESETS, RANGES, SLOWDOWN, Settings, View, bytes_per_s, preset,
-                       single_thread, snapshot_of, summary)  # noqa: F401 - public here too
+from .dashboard_settings import PRESETS, Settings, preset
+from .liveview import snapshot_of, summary
 from ..drawing.timeline_plot import shard_label
-from .progress import Progress, sweep, table  # noqa: F401 - public here too
-from .controls import (BANDWIDTHS, CONTROLS, HELP, LR_VALUES, check_settle_delay,  # noqa: F401
-                       dress, within)  # (public here too: pslab.notebook.nas_live and the tests use them)
+from .progress import Progress, sweep, table  # a notebook's tools beside its dashboard
+from .controls import CONTROLS, HELP, LR_VALUES, check_settle_delay, dress
 from ..result import Run
 from .explain import why_html
 from .dashboard import TEXT_STYLE, DashboardBase
 from .prefetch import KEYED, key_of
 
-__all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "PRESETS"]
+__all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "table", "PRESETS", "preset"]
 
 PLOTS = ("timeline", "training", "staleness")
 
@@ -52,7 +51,7 @@ PLOTS = ("timeline", "training", "staleness")
 class Dashboard(DashboardBase):
     """Controls + three live plots for one set-up. Display it as the last line of a cell.
 
-    preset: "000", "001", "002" or "default" (see `pslab.liveview.PRESETS`); keyword
+    preset: "000", "001", "002" or "default" (see `pslab.notebook.dashboard_settings.PRESETS`); keyword
     overrides change any `Settings` field (e.g. steps=50). settle_delay: seconds of quiet
     before the loss curve is recomputed with the arithmetic (None: after every change).
 
@@ -210,7 +209,7 @@ def setup() -> None:
 
     Fixes `svg.hashsalt` (SVG ids) and drops the date from saved figures, so a re-run writes
     the same bytes; one torch thread makes every number independent of the machine's cores
-    (see `pslab.liveview.single_thread`) and trains the small MLP faster.
+    (see `pslab.model.single_thread`) and trains the small MLP faster.
     """
     import matplotlib
     import torch
