@@ -31,13 +31,15 @@ from typing import Any, Literal, Optional, Union
 from msgspec import Struct, to_builtins
 
 from .checks import number
-from .files import TensorFile, check_shape, check_writable_path, open_regular, read_at, \
-    save_tensors
+from .files import TensorFile, check_shape, check_writable_path, json_prefix, open_regular, \
+    read_at, save_tensors
+from .options import LOOPBACK
 from .settings import Settings
 from .snapshot import Count, State, Time, restore, snapshot
 
 FORMAT = "pslab-checkpoint-4"  # plain data (safetensors + JSON); other versions are refused
 WHAT = "a pslab checkpoint"
+SPAN_BYTES = 256  # a timeline span as JSON is ~70 bytes; a history record or an event less
 
 
 class SavedOptions(Struct, forbid_unknown_fields=True):
@@ -148,13 +150,20 @@ def load_file(path: str | Path) -> tuple[dict[str, Any], TensorFile]:
                          f"reads {FORMAT}, plain data, and never unpickles a file: loading one "
                          f"could run any code): run it again from the start to checkpoint it "
                          f"anew") from None
-    saved = found.meta
-    format_ = saved.get("format")
+    where = f"{path} ({WHAT})"
+    try:
+        first = json_prefix(found.meta_text, ("format",), where)
+    except ValueError:
+        first = {}
+    format_ = first.get("format")
     if isinstance(format_, str) and format_.startswith("pslab-checkpoint-") and format_ != FORMAT:
         raise ValueError(f"{path} was written by another pslab ({format_}; this one reads "
                          f"{FORMAT}): run it again from the start to checkpoint it anew")
     if format_ != FORMAT:
         raise ValueError(f"{path} is not {WHAT} (no {FORMAT} header)")
+    _check_length(found, json_prefix(found.meta_text, ("format", "backend", "settings"), where),
+                  where)
+    saved = found.meta
     kind = ProcessHeader if saved.get("backend") == "processes" else SimulatedHeader
     header = check_shape(saved, kind, f"{path} ({WHAT})")
     if kind is SimulatedHeader and header.time != header.state.now:
@@ -167,6 +176,26 @@ def load_file(path: str | Path) -> tuple[dict[str, Any], TensorFile]:
     if kind is SimulatedHeader:
         checked["state"] = saved["state"]  # as written: snapshot.check reads it again
     return checked, found
+
+
+def _check_length(found: TensorFile, first: dict[str, Any], where: str) -> None:
+    """Refuse a header longer than a run of its own settings writes, before it is parsed:
+    the settings (the header's first members) go through Settings' checks (its memory limit
+    included), then bound the state: about SPAN_BYTES per span the run can have drawn."""
+    saved = check_shape(first["settings"], SavedSettings, where, field="settings")
+    plain = to_builtins(saved)
+    if plain.get("processes"):  # where it ran is resume's to judge, not a size
+        plain["processes"] = dict(plain["processes"], address=LOOPBACK)
+    try:
+        settings = Settings.from_dict(plain)
+    except ValueError as error:
+        raise ValueError(f"{where}: field settings: {error}") from None
+    spans = settings.workers * settings.steps * (settings.accumulate
+                                                 + 3 * settings.layout.shards + 4)
+    longest = 65536 + SPAN_BYTES * spans + len(str(first["settings"]))
+    if len(found.meta_text) > longest:
+        raise ValueError(f"{where}: its header is {len(found.meta_text)} bytes, more than a run "
+                         f"of its settings writes ({longest} at most)")
 
 
 def _older_format(path: Path) -> str | None:

@@ -26,7 +26,7 @@ import struct
 import tempfile
 from math import prod
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import msgspec
 import numpy as np
@@ -38,6 +38,7 @@ _DEPTH_STEP = np.zeros(256, np.int8)
 _DEPTH_STEP[[ord("["), ord("{")]] = 1
 _DEPTH_STEP[[ord("]"), ord("}")]] = -1
 _CHUNK = 1 << 20
+PREFIX = 1 << 22  # bytes: a file's leading members (a checkpoint's settings) lie within these
 
 
 def write_atomic(path: str | Path, data: bytes | Callable[[Any], None],
@@ -211,6 +212,46 @@ def check_shape(value: Any, kind: Any, where: str, field: str = "") -> Any:
         raise ValueError(f"{where}: {_field_first(str(error), field)}") from None
 
 
+def _decode(blob: bytes, kind: Any, where: str) -> Any:
+    """JSON without NaN (safetensors' own header) decoded straight into `kind` by msgspec:
+    the first wrong value stops it (nothing else is built); its depth is msgspec's to bound."""
+    try:
+        return msgspec.json.decode(blob, type=kind)
+    except (msgspec.DecodeError, RecursionError) as error:
+        why = "JSON nested too deep" if isinstance(error, RecursionError) else str(error)
+        raise ValueError(f"{where}: {_field_first(why, '')}") from None
+
+
+def json_prefix(text: str, keys: tuple[str, ...], where: str) -> dict[str, Any]:
+    """The first members of the JSON object `text`, which must be `keys` in that order within
+    its first PREFIX bytes, parsed without reading the rest (their depth checked first): what
+    the file's later, larger members may be is then known before they are parsed."""
+    window = text[:PREFIX]
+    if json_depth(window.encode("utf-8", "surrogatepass")) > MAX_DEPTH:
+        raise ValueError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
+    decoder, out, at = json.JSONDecoder(), {}, 0
+    for i, key in enumerate(keys):
+        at = _skip_space(window, at)
+        try:
+            if window[at:at + 1] != ("{" if i == 0 else ","):
+                raise ValueError
+            name, at = decoder.raw_decode(window, _skip_space(window, at + 1))
+            at = _skip_space(window, at)
+            if name != key or window[at:at + 1] != ":":
+                raise ValueError
+            out[key], at = decoder.raw_decode(window, _skip_space(window, at + 1))
+        except ValueError:
+            raise ValueError(f"{where}: does not begin with the members {', '.join(keys)} "
+                             f"(plain JSON, in its first {PREFIX} bytes)") from None
+    return out
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\n\r":
+        at += 1
+    return at
+
+
 def _field_first(message: str, prefix: str) -> str:
     """msgspec's "Expected `int`, got `str` - at `$.state.seq`" as "field state.seq: expected
     ..." ("Object missing required field `events` - at `$.state`": "field state: object ...")."""
@@ -229,7 +270,10 @@ class _Entry(msgspec.Struct, forbid_unknown_fields=True):
 
 class TensorFile:
     """A safetensors file whose header is read and checked, its tensor bytes not yet read.
-    meta: pslab's JSON from the header; shapes: {name: shape} it declares (float32 only)."""
+    meta_text: pslab's JSON from the header, as text (`meta` parses it, once: a caller that
+    knows how long it may be checks that first, see `json_prefix`); shapes: {name: shape}
+    it declares (float32 only). The safetensors header is decoded by msgspec into its declared
+    types, so a wrong one is refused at its first wrong value, whatever its size or depth."""
 
     def __init__(self, path: str | Path, what: str):
         self.path, self.what = Path(path), what
@@ -239,18 +283,19 @@ class TensorFile:
             length = struct.unpack("<Q", head)[0] if head else -1
             if not 0 < length <= min(MAX_HEADER, size - 8):
                 raise self.wrong(f"not a safetensors file with pslab's header ({size} bytes)")
-            header = parse_json(read_at(fd, 8, length), f"{path} (its safetensors header)")
+            header = _decode(read_at(fd, 8, length), dict[str, msgspec.Raw],
+                             f"{path} (its safetensors header)")
         finally:
             os.close(fd)
         self.size, self.start = size, 8 + length
-        if not isinstance(header, dict) or not isinstance(header.get("__metadata__"), dict):
+        extra = _decode(header.pop("__metadata__", b"null"), Optional[dict[str, str]],
+                        f"{path} (its safetensors header's __metadata__)")
+        if extra is None or "pslab" not in extra:
             raise self.wrong("not a safetensors file with pslab's header")
-        extra = header.pop("__metadata__")
-        meta = parse_json(extra.get("pslab", "null"), f"{path} (pslab's header)")
-        if not isinstance(meta, dict):
-            raise self.wrong("its header holds no pslab values")
-        self.meta = meta
-        entries = check_shape(header, dict[str, _Entry], f"{path} (its tensor table)")
+        self.meta_text = extra["pslab"]
+        self._meta = None
+        entries = {name: _decode(raw, _Entry, f"{path} (its tensor table: {name[:40]})")
+                   for name, raw in header.items()}
         self.entries = entries
         end = 0
         for name, e in sorted(entries.items(), key=lambda kv: kv[1].data_offsets):
@@ -266,6 +311,15 @@ class TensorFile:
         if self.start + end != size:
             raise self.wrong(f"its tensors take {end} bytes but the file holds "
                              f"{size - self.start} after its header (truncated, or padded)")
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        if self._meta is None:
+            meta = parse_json(self.meta_text, f"{self.path} (pslab's header)")
+            if not isinstance(meta, dict):
+                raise self.wrong("its header holds no pslab values")
+            self._meta = meta
+        return self._meta
 
     @property
     def shapes(self) -> dict[str, tuple[int, ...]]:

@@ -253,3 +253,18 @@ def test_only_a_regular_file_the_user_owns_passes_its_mode_on(tmp_path):
     assert stat.S_IMODE(os.lstat(mine).st_mode) == 0o600  # a private file stays private
     assert stat.S_IMODE(os.lstat(theirs).st_mode) == 0o644  # the umask's, not 0666
     assert os.lstat(theirs).st_uid == os.geteuid()
+
+
+def test_a_header_longer_than_its_settings_allow_is_refused_before_it_is_parsed(made, tmp_path):
+    meta, tensors = read_checkpoint(made[0])
+    meta["state"]["history"] = [[0.0] * 7] * 400_000  # 15 MB of state under 3 workers x 6 steps
+    path = tmp_path / "long.ckpt"
+    write_checkpoint(path, meta, tensors)
+    refused(path, "more than a run of its settings writes")
+
+
+def test_a_long_tensor_table_is_refused_at_its_first_wrong_value(tmp_path):
+    body = b'{"__metadata__": {"pslab": "{}"}, "x": [' + b"0," * 5_000_000 + b"0]}"
+    path = tmp_path / "table.ckpt"
+    path.write_bytes(struct.pack("<Q", len(body)) + body)
+    refused(path, "tensor table")
