@@ -20,6 +20,7 @@ import numpy as np
 from .cluster import Cluster
 from .columns import Columns
 from .engine import Clock, Resource, collector_paused, stop_on_interrupt
+from .fastduplex import run_duplex
 from .fastloop import run_inline
 from .modes import Policy
 from .server import ParameterServer
@@ -49,8 +50,9 @@ class Simulation:
     is idle, noted "queue". Every block is a span in `timeline`; every update a `Record` in
     `history` (loss and accuracy from `evaluate`).
 
-    Timing-only async runs on one-at-a-time links take `fastloop.run_inline`, the same events
-    inlined, bit for bit. Subclasses (RingSimulation, ZeroSimulation) replace `send` and
+    Timing-only async runs take a loop with the same events inlined, bit for bit:
+    `fastloop.run_inline` on one-at-a-time links, `fastduplex.run_duplex` on duplex ones.
+    Subclasses (RingSimulation, ZeroSimulation) replace `send` and
     `computed`.
     """
 
@@ -131,8 +133,11 @@ class Simulation:
             # worth it from some 10^4 objects on (engine.collector_paused)
             big = len(self.workers) * self.steps * self.accumulate >= 1000
             with collector_paused(promote=big), stop_on_interrupt(self.clock):
-                if self.inlined():
+                if self.inlined() and self.in_order:
                     run_inline(self, until)  # the same run, its two hot events inlined
+                elif self.inlined():
+                    while run_duplex(self, until):  # the same run, inlined; True: go on
+                        pass
                 else:
                     self.clock.run(until)
                 if self.clock.stopped:
@@ -145,11 +150,11 @@ class Simulation:
         """Does fastloop.run_inline run this simulation? Only where it does exactly what these
         actors do: their own handlers, timing only, no barrier, no staleness bound."""
         mine = type(self)
-        return (self.in_order and not self.numerics and not self.barrier and not self.gated
+        return (not self.numerics and not self.barrier and not self.gated
                 and self.evaluate is no_numbers and all(
                     getattr(mine, name) is getattr(Simulation, name)
                     for name in ("start_step", "fetch", "compute", "computed", "send", "take",
-                                 "record")))
+                                 "push_arrived", "pushed", "record")))
 
     def finish_pushes(self) -> None:
         """The run stopped between two events: a push that some shards have taken and others
@@ -249,6 +254,7 @@ class Simulation:
             for s in range(len(self.updates)):  # every shard takes it now
                 self.take(rank, step, s)
             self.pushed(rank, step)
+            self.pushing[rank] = [0, 0, None]  # nothing stays on the way
         if self.barrier:  # wait for the round's update (round_applied)
             self.push_done[rank] = sent
         elif self.gated:  # may it go on? (pushed_one)

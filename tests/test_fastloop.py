@@ -1,7 +1,7 @@
-"""pslab.fastloop runs timing-only async runs on one-at-a-time links with the two hot events
-inlined: it must be the actors' run bit for bit (every span's fields, the history, the
-staleness, the clock), on every schedule it takes, and it must stay out of the runs it does not
-do exactly."""
+"""pslab.fastloop (one-at-a-time links) and pslab.fastduplex (duplex links) run timing-only
+async runs with their hot events inlined: each must be the actors' run bit for bit (every
+span's fields, the history, the staleness, the clock), on every schedule it takes, and they
+must stay out of the runs they do not do exactly."""
 import math
 
 import pytest
@@ -32,6 +32,15 @@ CASES = [
 ]
 
 
+def duplex(kwargs: dict) -> dict:
+    """The case on duplex links."""
+    return {**kwargs, "cluster": pslab.Cluster.from_plain({**kwargs["cluster"].plain(),
+                                                           "links": "duplex"})}
+
+
+DUPLEX_CASES = [duplex(kw) for kw in CASES]
+
+
 def both(monkeypatch, **kwargs):
     """(inlined run, the actors' own run) of the same settings."""
     fast = pslab.train(numerics=False, **kwargs)
@@ -50,7 +59,8 @@ def same(a: pslab.Run, b: pslab.Run) -> bool:
             and a.makespan == b.makespan and a.complete == b.complete)
 
 
-@pytest.mark.parametrize("kwargs", CASES, ids=lambda k: f"{k['mode']}-{k['workers']}")
+@pytest.mark.parametrize("kwargs", CASES + DUPLEX_CASES,
+                         ids=lambda k: f"{k['mode']}-{k['workers']}-{k['cluster'].links}")
 def test_the_inlined_loop_is_the_actors_run_bit_for_bit(monkeypatch, kwargs):
     fast, slow = both(monkeypatch, **kwargs)
     assert same(fast, slow) and fast.history == slow.history and len(fast.timeline) > 0
@@ -66,9 +76,23 @@ def test_it_takes_only_the_runs_it_does_exactly(monkeypatch):
     for mode in ("sync", pslab.SSP(2), pslab.Backup(1), "allreduce", pslab.ZeRO(1)):
         pslab.train(mode=mode, workers=4, steps=3, numerics=False, cluster=one)
     pslab.train(mode="async", workers=3, steps=3, cluster=one)  # numerics: the actors train
-    pslab.train(mode="async", workers=3, steps=3, numerics=False)  # duplex: the actors
     assert used == []
     pslab.train(mode="async", workers=3, steps=3, numerics=False, cluster=one)
+    assert len(used) == 1
+
+
+def test_duplex_links_take_their_own_loop_and_only_its_runs(monkeypatch):
+    used = []
+    real = simulation.run_duplex
+    monkeypatch.setattr(simulation, "run_duplex", lambda sim, until: (used.append(sim),
+                                                                      real(sim, until))[1])
+    for mode in ("sync", pslab.SSP(2), pslab.Backup(1), "allreduce", pslab.ZeRO(1)):
+        pslab.train(mode=mode, workers=4, steps=3, numerics=False)
+    pslab.train(mode="async", workers=3, steps=3)  # numerics: the actors train
+    pslab.train(mode="async", workers=3, steps=3, numerics=False,
+                cluster=pslab.Cluster(links=ONE))
+    assert used == []
+    pslab.train(mode="async", workers=3, steps=3, numerics=False)
     assert len(used) == 1
 
 
@@ -88,7 +112,7 @@ class Ticker:
         pass
 
 
-def on_both_paths(monkeypatch, wrap, **kwargs):
+def on_both_paths(monkeypatch, wrap, links=ONE, **kwargs):
     """[(run, seen)] of the same settings inlined, then by the actors, with Simulation.run
     replaced by `wrap(sim, run, until, seen)`: it calls the real run and notes what it sees."""
     out = []
@@ -100,7 +124,8 @@ def on_both_paths(monkeypatch, wrap, **kwargs):
             m.setattr(simulation.Simulation, "run",
                       lambda self, until=None: wrap(self, real, until, seen))
             out.append((pslab.train(mode="async", workers=6, steps=20, numerics=False,
-                                    cluster=JITTER, **kwargs), seen))
+                                    cluster=pslab.Cluster(jitter=0.3, links=links), **kwargs),
+                        seen))
     return out
 
 
@@ -110,14 +135,15 @@ def state(sim) -> tuple:
                                                   in sim.clock.queue),
             sim.timeline.rows, list(map(repr, sim.history)), sim.push_staleness,
             sim.server.versions, sim.server.counts, sim.fetched, sim.round_staleness,
-            [r.free_at for r in sim.resources])
+            [r.free_at for r in sim.resources], sim.pushing)
 
 
 @pytest.mark.parametrize("ask", [
     lambda sim: sim.clock.at(7.5, sim.clock.interrupt),  # an event of its own
     lambda sim: setattr(sim, "progress", Ticker(sim.clock)),  # inside a push's event
 ], ids=["own event", "mid-event"])
-def test_a_stop_between_events_leaves_what_the_actors_would(monkeypatch, ask):
+@pytest.mark.parametrize("links", [ONE, "duplex"])
+def test_a_stop_between_events_leaves_what_the_actors_would(monkeypatch, ask, links):
     """Ctrl-C is a stop event on the clock's heap: the inlined loop runs it as the clock does,
     and the partial run (and what is left pending, and the clock) is the actors' own."""
     def wrap(sim, run, until, seen):
@@ -126,23 +152,26 @@ def test_a_stop_between_events_leaves_what_the_actors_would(monkeypatch, ask):
         seen["state"] = state(sim)
 
     with pytest.warns(UserWarning, match="interrupted"):
-        (fast, seen_fast), (slow, seen_slow) = on_both_paths(monkeypatch, wrap)
+        (fast, seen_fast), (slow, seen_slow) = on_both_paths(monkeypatch, wrap, links)
     assert not fast.complete and same(fast, slow) and seen_fast == seen_slow
     assert seen_fast["state"][0] > 0 and seen_fast["state"][2]  # a clock, events pending
 
 
-def test_a_run_to_a_moment_stops_where_the_actors_do(monkeypatch):
+@pytest.mark.parametrize("links", [ONE, "duplex"])
+def test_a_run_to_a_moment_stops_where_the_actors_do(monkeypatch, links):
     """run(until): the events up to that moment, the clock at the last one, the rest pending."""
     def wrap(sim, run, until, seen):
         run(sim, 9.0)
         seen["state"] = state(sim)
 
-    (_, fast), (_, slow) = on_both_paths(monkeypatch, wrap)
+    (_, fast), (_, slow) = on_both_paths(monkeypatch, wrap, links)
     assert fast == slow and 8 < fast["state"][0] <= 9.0 and fast["state"][2]
 
 
-def test_a_checkpoint_on_the_inlined_loop_resumes_to_the_same_run(tmp_path):
-    kwargs = dict(mode="async", workers=7, steps=20, numerics=False, cluster=JITTER)
+@pytest.mark.parametrize("links", [ONE, "duplex"])
+def test_a_checkpoint_on_the_inlined_loop_resumes_to_the_same_run(tmp_path, links):
+    kwargs = dict(mode="async", workers=7, steps=20, numerics=False,
+                  cluster=pslab.Cluster(jitter=0.3, links=links))
     whole = pslab.train(**kwargs)
     path = tmp_path / "run.ckpt"
     pslab.train(**kwargs, checkpoint=pslab.Checkpoint(path, at=whole.makespan / 3))

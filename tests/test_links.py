@@ -146,7 +146,8 @@ def train(kw: dict, links: str) -> pslab.Run:
     return pslab.train(**{**kw, "cluster": pslab.Cluster(**kw["cluster"], links=links)})
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 def test_each_direction_carries_one_message_at_a_time_at_its_bandwidth(kw):
     """No direction is ever over its bandwidth: on each shard, the fetches never overlap one
@@ -177,7 +178,8 @@ def test_each_direction_carries_one_message_at_a_time_at_its_bandwidth(kw):
         assert moved(duplex) == moved(one)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
 def test_an_update_follows_its_push_and_a_fetch_follows_the_updates_before_it(kw):
     run = train(kw, DUPLEX)
@@ -196,14 +198,18 @@ def test_an_update_follows_its_push_and_a_fetch_follows_the_updates_before_it(kw
             assert u.end <= v.start + 1e-9  # the shard applies one update at a time
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(runs())
-def test_duplex_is_never_slower_than_one_at_a_time(kw):
-    """The same run on duplex links ends no later than on one-at-a-time links, in every mode.
-    Not colocated: there a one-at-a-time worker reads its own shard in a private line, even
-    while the shard applies an update (it gets the update's result before the update ends),
-    where a duplex shard answers once the update is applied: Hypothesis found such a run 2.4 %
-    slower on duplex links."""
+def test_duplex_is_never_slower_than_one_at_a_time_behind_a_barrier(kw):
+    """The same run on duplex links ends no later than on one-at-a-time links in the barrier
+    modes (sync, backup workers). Without a barrier it may end a little later: first come,
+    first served lines are not monotone (a fetch served sooner can reorder the events after
+    it); Hypothesis found SSP(1) and async runs 0.5 % later, and 700 seeded runs at most 2.5 %
+    (SSP(1)), so the claim there is 5 %. Not colocated: there a one-at-a-time worker reads its
+    own shard in a private line even while the shard applies an update (it gets the update's
+    result before the update ends), where a duplex shard answers once it is applied."""
     kw = {**kw, "cluster": {**kw["cluster"], "colocated": False}}
     duplex, one = train(kw, DUPLEX), train(kw, ONE)
-    assert duplex.makespan <= one.makespan * (1 + 1e-12)
+    barrier = kw["mode"] == "sync" or isinstance(kw["mode"], pslab.Backup)
+    assert duplex.makespan <= one.makespan * (1 + 1e-12 if barrier else 1.05)
