@@ -8,8 +8,10 @@ never written through), and every file pslab reads back is untrusted plain data:
 - only a regular file is opened (a named pipe or a device is refused from its `stat`, before
   any open that could block), and it is opened non-blocking, then checked again (`fstat`);
 - its size is bounded before anything is read (a cap from the caller; a safetensors header's
-  own length capped; the tensors it declares must be exactly the shapes the caller expects,
-  float32 only, and fill the file exactly, so a sparse 4 GiB file costs nothing);
+  own length capped, the header decoded by msgspec straight into its declared types; the
+  tensors it declares must be exactly the shapes the caller expects, float32 only, and fill
+  the file exactly, so a sparse 4 GiB file costs nothing; a caller can read a file's leading
+  members alone, `json_prefix`, to bound the rest by them before parsing it);
 - JSON is parsed only after its nesting depth is measured (MAX_DEPTH) without recursion;
 - its shape is then checked by a msgspec type (see `check_shape`): keys, types (a bool is not
   an int, "8" is not an int), ranges.

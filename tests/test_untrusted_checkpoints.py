@@ -164,14 +164,19 @@ def test_a_named_pipe_is_refused_at_once_never_opened(tmp_path):
     assert time.perf_counter() - started < 1
 
 
+def on_processes(meta, address="127.0.0.1"):
+    """A simulated checkpoint's header edited to say it was written on processes."""
+    meta.pop("state"), meta.pop("time")
+    meta.update(backend="processes", step=1, updates=1)
+    meta["settings"]["processes"] = dict(
+        time_scale=0.01, timeout=10.0, address=address, start_method="forkserver",
+        kill={}, hang={}, transfers="model")
+
+
 def test_a_process_checkpoint_is_resumed_only_on_processes_asked_for(made, tmp_path,
                                                                      no_processes):
     def processes(meta):  # a simulated checkpoint edited to say it ran on processes
-        meta.pop("state"), meta.pop("time")
-        meta.update(backend="processes", step=1, updates=1)
-        meta["settings"]["processes"] = dict(
-            time_scale=0.01, timeout=10.0, address="10.1.2.3", start_method="forkserver",
-            kill={}, hang={}, transfers="model")
+        on_processes(meta, address="10.1.2.3")
     path = edited(made, tmp_path, processes)
     refused(path, "backend='processes'")
 
@@ -182,11 +187,7 @@ def test_a_process_checkpoint_is_resumed_only_on_processes_asked_for(made, tmp_p
 def test_a_process_checkpoint_with_options_train_refuses(made, tmp_path, no_processes,
                                                           option, value):
     def processes(meta):
-        meta.pop("state"), meta.pop("time")
-        meta.update(backend="processes", step=1, updates=1)
-        meta["settings"]["processes"] = dict(
-            time_scale=0.01, timeout=10.0, address="127.0.0.1", start_method="forkserver",
-            kill={}, hang={}, transfers="model")
+        on_processes(meta)
         meta["settings"]["processes"][option] = value
     path = edited(made, tmp_path, processes,
                   lambda t: t.clear() or t.update({"shard.0": torch.zeros(330),
@@ -200,11 +201,7 @@ def test_a_process_checkpoint_with_options_train_refuses(made, tmp_path, no_proc
 def test_a_process_checkpoint_too_big_or_misshapen(made, tmp_path, no_processes,
                                                     setting, value, tensor):
     def processes(meta):
-        meta.pop("state"), meta.pop("time")
-        meta.update(backend="processes", step=1, updates=1)
-        meta["settings"]["processes"] = dict(
-            time_scale=0.01, timeout=10.0, address="127.0.0.1", start_method="forkserver",
-            kill={}, hang={}, transfers="model")
+        on_processes(meta)
         meta["settings"]["cluster"] = None  # the default timing model, any workers
         if setting:
             meta["settings"][setting] = value
