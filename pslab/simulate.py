@@ -59,8 +59,8 @@ def simulate(settings: Settings, progress: bool = False,
         pushes = steps * workers // policy.aggregate(workers)
         updates = steps if policy.waits_for_update else pushes
         sim.progress = tqdm(total=updates, desc=f"{policy.name}, {workers} workers", unit="update")
-    # the first score too: on two busy cores, two threads took 0.25 s; no_grad: the workers'
-    # gradients are written out (model.loss_and_grad), no graph is ever built
+    # one thread for the first score too (two cost more on a busy machine); no_grad: the
+    # workers' gradients are written out (model.loss_and_grad), no graph is ever built
     with single_thread(), torch.no_grad():
         start_loss = score()[0] if data else math.nan
         if checkpoint is not None:  # write the state on the way, or carry on from written state
