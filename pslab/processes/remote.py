@@ -83,6 +83,12 @@ class RemoteServer:
             self.sending[shard].wait()
             self.sending[shard] = None
 
+    def delivered(self) -> None:
+        """Wait until every shard has taken this worker's last push (its answer is here)."""
+        for shard, answer in enumerate(self.answer):
+            if answer is not None:
+                self.pull(shard)
+
     def close(self) -> None:
         """Wait until the last pushes are out (the process may end then)."""
         for shard in range(len(self.sending)):
@@ -110,6 +116,8 @@ class WorkerProcess:
         job, w, worker, server = self.job, self.w, self.worker, self.server
         server.now = now
         for step in range(job.start_step, job.steps):
+            if step in (job.options.kill.get(w), job.options.hang.get(w)):
+                server.delivered()  # the steps before a fault on purpose count, every time
             fault(job, w, step)
             server.step = step
             server.ask()
