@@ -138,8 +138,10 @@ def _pipeline_setup() -> dict:
         return pslab.train(mode=mode, steps=1, numerics=False, cluster=pslab.Cluster.free())
 
     sim = pslab.train(mode=pslab.Pipeline(stages=2, microbatches=4), steps=3, numerics=False)
+    real = dataclasses.replace(sim, settings=dataclasses.replace(sim.settings,
+                                                                 backend="processes"))
     return {"unit": unit, "plot_pipeline": plot_pipeline,
-            "one": unit("1f1b", 4, 8, times=(1, 2, 0)), "real": dataclasses.replace(sim, ops=[])}
+            "one": unit("1f1b", 4, 8, times=(1, 2, 0)), "real": real}
 SETUP["sim, run"] = _processes_stand_in
 SETUP["fsdp, ddp"] = lambda: {name: _measured(pslab.train(mode, workers=2, steps=3))
                               for name, mode in (("fsdp", pslab.ZeRO(3)), ("ddp", "allreduce"))}

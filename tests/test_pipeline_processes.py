@@ -51,6 +51,13 @@ def test_pytorchs_pipelining_ends_with_the_simulations_weights(schedule, p, m, v
     assert {s.kind for s in real.timeline} == kinds
     assert len(real.timeline) == 3 * sum(len(r) for r in _lists(schedule, p, m, v))
     assert all(0 <= s.start <= s.end <= real.makespan for s in real.timeline)
+    # its last step as ops: each rank's list in time order, the bubbles read off as simulated
+    lists = _lists(schedule, p, m, v)
+    for rank in range(p):
+        mine = sorted((o for o in real.ops if o.rank == rank), key=lambda o: o.start)
+        assert [f"{o.stage}{o.kind}{o.micro}" for o in mine] == [str(a) for a in lists[rank]]
+    assert 0 < real.bubble_share < 1 and real.bubble_ratio > 0
+    assert real.activations == sim.activations  # the same order holds the same activations
     _nothing_left(private_tmp)
 
 

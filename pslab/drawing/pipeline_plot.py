@@ -12,14 +12,12 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from ..result import Run
-from ..pipeline.clock import Op
 
 # Light fills, black text readable on them (the palette's rule): forwards blue, backwards green
 PIPELINE: dict[str, str] = {"F": "#7EA6E0", "B": "#93C47D", "I": "#B6D7A8", "W": "#D5A6BD"}
 NAMES = {"F": "forward", "B": "backward", "I": "backward: input gradient (I)",
          "W": "backward: weight gradient (W)"}
 BUBBLE = "#EEEEEE"
-KIND = {"F": "forward", "B": "backward", "I": "backward-input", "W": "backward-weight"}
 
 
 def shade(colour: str, chunk: int, chunks: int) -> tuple[float, float, float]:
@@ -34,7 +32,7 @@ def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
     measured run, its last, the first paying for PyTorch's set-up)."""
     pipe = run.pipeline
     p, v = pipe.stages, pipe.chunks
-    ops = run.ops or measured_ops(run)
+    ops = run.ops
     span = max(o.end for o in ops)
     for r in range(p):
         ax.add_patch(Rectangle((0, r - 0.42), span, 0.84, facecolor=BUBBLE, edgecolor="none",
@@ -51,7 +49,8 @@ def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
     ax.set_ylim(p - 0.5, -0.5)
     ax.set_yticks(range(p), [f"rank {r}" for r in range(p)] if p <= 8 else
                   [f"{r}" if r % 2 == 0 else "" for r in range(p)])
-    ax.set_xlabel("virtual time (s)" if run.ops else "measured time (s)", fontsize=fontsize)
+    ax.set_xlabel("measured time (s)" if measured(run) else "virtual time (s)",
+                  fontsize=fontsize)
     ax.tick_params(labelsize=fontsize)
     kinds = sorted({o.kind for o in ops}, key="FBIW".index)
     if legend:
@@ -64,14 +63,9 @@ def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
     return ax
 
 
-def measured_ops(run: Run) -> list[Op]:
-    """A measured run's last step as ops from its start (the stage is the rank's first)."""
-    letter = {name: k for k, name in KIND.items()}
-    last = max(s.step for s in run.timeline)
-    spans = [s for s in run.timeline if s.step == last and s.kind in letter]
-    t0 = min(s.start for s in spans)
-    return [Op(s.worker, s.worker, letter[s.kind], s.micro, s.start - t0, s.end - t0)
-            for s in spans]
+def measured(run: Run) -> bool:
+    """True for a run on real processes (its times measured)."""
+    return getattr(run.settings, "backend", "simulated") == "processes"
 
 
 def plot_pipeline(run: Run, width: float = 7.2, title: str | None = None,
@@ -83,11 +77,9 @@ def plot_pipeline(run: Run, width: float = 7.2, title: str | None = None,
     fig = Figure(figsize=(width, height))
     ax = fig.add_axes((0.8 / width, bottom / height, 1 - 0.95 / width, rows / height))
     draw_step(run, ax, **kw)
-    if not run.ops:
-        caption = f"{run.mode}, measured on {p} processes: its last step"
-    else:
-        caption = (f"{run.mode}: step {run.span:.4g} s\nbubble {run.bubble_share:.1%} of the "
-                   f"ranks' time (GPipe), {run.bubble_ratio:.1%} of the ideal time "
-                   f"(Megatron)")
+    what = (f"{run.mode}, measured on {p} processes, its last step: {run.span:.3g} s"
+            if measured(run) else f"{run.mode}: step {run.span:.4g} s")
+    caption = (f"{what}\nbubble {run.bubble_share:.1%} of the ranks' time (GPipe), "
+               f"{run.bubble_ratio:.1%} of the ideal time (Megatron)")
     fig.text(0.5, 0.05 / height, title or caption, fontsize=10, ha="center", va="bottom")
     return fig

@@ -25,8 +25,10 @@ from ..model import init_params, layer_names, score, shapes
 from ..processes.group import Finished, Member, group
 from ..options import check_faults
 from ..timeline import Record, Span
+from .clock import Op
 from .mode import Pipeline
 from .result import PipelineRun, PipelineSettings
+from .simulated import activation_bytes, param_bytes
 from .schedules import rank_of
 from .stages import layer_bounds
 
@@ -35,6 +37,7 @@ TORCH = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
          "zb-h1": "ScheduleInterleavedZeroBubble", "zbv": "ScheduleZBVZeroBubble"}
 MOST_RANKS = 16  # processes on one machine
 KIND = {"forward_one_chunk": "forward", "backward_weight_one_chunk": "backward-weight"}
+LETTER = {"forward": "F", "backward": "B", "backward-input": "I", "backward-weight": "W"}
 
 
 class StageModule(torch.nn.Module):
@@ -89,8 +92,9 @@ def _assemble(done: Finished, config: PipelineSettings, pipe: Pipeline,
         last = meta["step"] if last is None else min(last, meta["step"])
         weights.update(tensors)
     spans = [Span(rank, None, kind, a, b, step, micro)
-             for rank, mine in enumerate(done.spans) for kind, a, b, step, micro in mine]
+             for rank, mine in enumerate(done.spans) for kind, a, b, step, micro, _ in mine]
     t0 = min(s.start for s in spans)
+    ops = _last_step(done.spans)
     spans = sorted((s._replace(start=s.start - t0, end=s.end - t0) for s in spans),
                    key=lambda s: s.start)
     history = [Record(max(s.end for s in spans if s.step == k), *done.scores[k], 0, k + 1,
@@ -98,7 +102,21 @@ def _assemble(done: Finished, config: PipelineSettings, pipe: Pipeline,
     order = list(shapes(64, config.hidden, 10, pipe.layers))
     return PipelineRun(settings=config, timeline=spans, history=history,
                        weights={k: weights[k] for k in order}, makespan=spans[-1].end
-                       if spans else 0.0, complete=complete, pipeline=pipe)
+                       if spans else 0.0, complete=complete, pipeline=pipe, ops=ops,
+                       step_time=max(o.end for o in ops),
+                       activation_bytes=activation_bytes(pipe, config.batch, config.hidden),
+                       param_bytes=param_bytes(pipe, shapes(64, config.hidden, 10, pipe.layers)))
+
+
+def _last_step(reported: list[list]) -> list[Op]:
+    """The last step's measured actions as ops, from its first start (the first step pays
+    for PyTorch's set-up): the bubbles and activations of a measured step."""
+    last = max(step for mine in reported for _, _, _, step, _, _ in mine)
+    rows = [(rank, stage, LETTER[kind], micro, a, b) for rank, mine in enumerate(reported)
+            for kind, a, b, step, micro, stage in mine if step == last]
+    t0 = min(a for *_, a, _ in rows)
+    return sorted((Op(rank, stage, kind, micro, a - t0, b - t0)
+                   for rank, stage, kind, micro, a, b in rows), key=lambda o: (o.rank, o.start))
 
 
 def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, seed: int,
@@ -170,7 +188,8 @@ def _timed(stage, spans: list, step_now: list):
             out = _inner(micro, *args, **kwargs)
             kind = KIND.get(_method) or ("backward" if kwargs.get("full_backward", True)
                                          else "backward-input")
-            spans.append((kind, a, time.monotonic(), step_now[0], int(micro)))
+            spans.append((kind, a, time.monotonic(), step_now[0], int(micro),
+                          int(stage.stage_index)))
             return out
 
         setattr(stage, method, timed)

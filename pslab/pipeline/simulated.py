@@ -58,8 +58,8 @@ def simulate_pipeline(pipe: Pipeline, lr: float, batch: int, steps: int, seed: i
     return PipelineRun(settings=settings, timeline=timeline, history=history, weights=params,
                        makespan=period * steps, start_loss=start_loss, pipeline=pipe,
                        ops=ops, transfers=transfers, step_time=period,
-                       activation_bytes=_activation_bytes(pipe, batch, hidden),
-                       param_bytes=_param_bytes(pipe, sizes))
+                       activation_bytes=activation_bytes(pipe, batch, hidden),
+                       param_bytes=param_bytes(pipe, sizes))
 
 
 def durations(pipe: Pipeline, cluster: Cluster, hidden: int) -> dict[tuple[int, str], float]:
@@ -90,12 +90,12 @@ def durations(pipe: Pipeline, cluster: Cluster, hidden: int) -> dict[tuple[int, 
 
 def _update_times(pipe: Pipeline, cluster: Cluster, sizes: dict) -> list[float]:
     """Each rank's SGD step: update_time times its share of the parameters."""
-    per = _param_bytes(pipe, sizes)
+    per = param_bytes(pipe, sizes)
     whole = sum(per)
     return [cluster.update_duration(b / whole) for b in per]
 
 
-def _param_bytes(pipe: Pipeline, sizes: dict) -> list[int]:
+def param_bytes(pipe: Pipeline, sizes: dict) -> list[int]:
     """Bytes of parameters each rank holds."""
     names = layer_names(sizes)
     where = rank_of(pipe.schedule, pipe.stages, pipe.chunks)
@@ -106,7 +106,7 @@ def _param_bytes(pipe: Pipeline, sizes: dict) -> list[int]:
     return out
 
 
-def _activation_bytes(pipe: Pipeline, batch: int, hidden: int) -> list[int]:
+def activation_bytes(pipe: Pipeline, batch: int, hidden: int) -> list[int]:
     """Bytes one micro-batch leaves on virtual stage k between its forward and its backward:
     every layer's input (64 pixels into the first, `hidden` wide after)."""
     return [BYTES * batch * sum(64 if j == 0 else hidden for j in range(lo, hi))
