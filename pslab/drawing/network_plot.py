@@ -12,11 +12,11 @@ MARKERS = {"sync": "o", "async": "s", "ssp:1": "^", "backup:1": "v", "allreduce"
 
 def errors_plot(comparison: Any, ax=None):
     """The figure of a `pslab.processes.Comparison` read from a bench file (its label as the
-    title's second line). Returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt
+    title's second line). Returns the matplotlib Figure (not registered with pyplot)."""
+    from matplotlib.figure import Figure
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 4.2))
+    if ax is None:  # no pyplot: the figure shows once, as the value of a notebook cell
+        ax = Figure(figsize=(8, 4.2)).subplots()
     cases = [c for c in comparison.cases if "bandwidth" in c]
     ax.axhspan(-8, 8, color="0.93", zorder=0, label="goal: worst 8 %")
     ax.axhspan(-3, 3, color="0.85", zorder=0, label="3 % (the median's goal)")

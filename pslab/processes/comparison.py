@@ -91,9 +91,9 @@ def setting(case: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-# the file notebook 06 shows: measured here with `python -m bench --only network` (as root)
+# the file notebook 06 shows: a grid measured here with `python -m bench --only network` (as root)
 COMMITTED = (Path(__file__).resolve().parents[2] / "bench" / "results"
-             / "reference-network-20261125.json")
+             / "network-grid-20261127-seed173551.json")
 
 
 def load_comparison(path: str | Path = COMMITTED) -> Comparison:
