@@ -21,6 +21,7 @@ from tqdm import tqdm  # noqa: E402
 from . import replay  # noqa: E402
 from .cluster import Cluster  # noqa: E402
 from .files import write_atomic  # noqa: E402
+from .notebook.explain import later_causes  # noqa: E402
 from .drawing.export import tikz  # noqa: E402
 from .drawing.plot import compare, plot_dataflow  # noqa: E402
 from .drawing.seeds import render_seeds, seeds_renderable  # noqa: E402
@@ -131,7 +132,7 @@ def verdict(sync: Run, asyn: Run, target: float) -> str:
                      f"against {time_to(second, target):.1f} s) and ends at "
                      f"{first.final_accuracy:.1%} against {second.final_accuracy:.1%}.")
     if asyn.makespan > sync.makespan:
+        causes = later_causes(asyn, sync, straggler=True, links=asyn.settings.timing.links)
         lines.append(f"async still finishes later ({asyn.makespan:.1f} s against "
-                     f"{sync.makespan:.1f} s): its {asyn.updates} pushes queue at the server's "
-                     f"shards, one update at a time, where sync sends {sync.updates} averaged ones.")
+                     f"{sync.makespan:.1f} s): " + "; ".join(causes) + ".")
     return "\n".join(lines)

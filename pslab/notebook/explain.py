@@ -44,6 +44,13 @@ def later_reason(run: Run, sync: Run, straggler: bool, links: str = "duplex") ->
     only where the two runs show it. links: how the shards' links carry transfers."""
     if run.mode == "sync" or run.makespan <= sync.makespan:
         return None
+    return (f"Why {run.mode} ends later than sync ({run.makespan:.2f} s vs "
+            f"{sync.makespan:.2f} s): " + "; ".join(later_causes(run, sync, straggler, links))
+            + ".")
+
+
+def later_causes(run: Run, sync: Run, straggler: bool, links: str = "duplex") -> list[str]:
+    """The causes `later_reason` names, each a clause (the command line's demo says them too)."""
     shards = len(run.shard_bytes)
     causes = []
     if straggler:
@@ -63,8 +70,7 @@ def later_reason(run: Run, sync: Run, straggler: bool, links: str = "duplex") ->
         causes.append(f"workers wait {run.barrier_time:.1f} GPU-s at the staleness bound")
     if not causes:
         causes.append("the order its pushes take on the shards")
-    return (f"Why {run.mode} ends later than sync ({run.makespan:.2f} s vs "
-            f"{sync.makespan:.2f} s): " + "; ".join(causes) + ".")
+    return causes
 
 
 def _shards(k: int) -> str:
