@@ -248,3 +248,30 @@ def test_a_grid_file_reads_back_with_its_links_and_plots_its_errors(tmp_path):
                                                              measured_step="x")]}))
     with pytest.raises(ValueError, match="not a bench result"):
         load_comparison(path)
+
+
+def test_the_bench_grid_is_drawn_from_its_seed_over_the_whole_ranges():
+    """42 cases, 14 settings of 3 distinct modes, every value inside the issue's ranges; one
+    seed draws the same cases, another seed others; over many seeds every mode and the ranges'
+    ends turn up (a grid nobody picks, not a narrowed one)."""
+    from bench.network import draw
+    from pslab.processes.network import MODES
+
+    cases = draw(12345)
+    assert len(cases) >= 40 and draw(12345) == cases and draw(12346) != cases
+    groups = {c.group for c in cases}
+    assert len(groups) == 14
+    for g in groups:
+        mine = [c for c in cases if c.group == g]
+        assert len({c.mode for c in mine}) == 3
+        assert len({(c.bandwidth, c.compute, c.workers, c.shards, c.accumulate, c.speeds)
+                    for c in mine}) == 1
+    every = [c for seed in range(40) for c in draw(seed)]
+    assert all(1e6 <= c.bandwidth <= 50e6 and 0.005 <= c.compute <= 0.1 for c in every)
+    assert {c.workers for c in every} == set(range(2, 7))
+    assert {c.shards for c in every} == {1, 2, 3} and {c.accumulate for c in every} == {1, 2, 3}
+    assert {c.mode for c in every} == set(MODES)
+    assert {c.speeds is None for c in every} == {True, False}
+    assert all(c.speeds is None or (len(c.speeds) == c.workers and min(c.speeds) == 0.5)
+               for c in every)
+    assert min(c.bandwidth for c in every) < 1.2e6 and max(c.bandwidth for c in every) > 40e6
