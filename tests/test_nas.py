@@ -159,7 +159,7 @@ def test_random_search_spends_the_same_budget_and_starts_where_reinforce_starts(
     b = pslab.nas.random_search(seed=1, rounds=3, **SMALL)
     assert len(b.samples) == len(r.samples) == 3 * 2 * 3
     first = lambda res: [s.arch for s in res.samples if s.round == 0]  # noqa: E731
-    assert first(b) == first(r)  # round 1 of REINFORCE samples the uniform policy too
+    assert first(b) == first(r)  # round 0 of REINFORCE samples the uniform policy too
     assert b.history == [] and b.theta is None and b.method == "random"
 
 

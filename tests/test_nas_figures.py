@@ -248,13 +248,13 @@ def test_nas_timeline_hover_says_what_each_child_was_and_how_it_did():
 
 def test_nas_reward_curves_are_the_searches_own():
     """The browser's reward curves: each replica's row of `rewards`, their mean, and random
-    search's mean, against rounds from 1 (what plot_curves draws)."""
+    search's mean, against rounds from 0 (what plot_curves draws, and the hover says)."""
     dash = Dashboard(settle_delay=None, rounds=4)
     lines = dash.figures["rewards"].panels[0]["lines"]
     result, baseline = dash.result, dash.baseline
     assert len(lines) == result.controllers + 2
     for line, row in zip(lines, result.rewards):
-        assert line["x"] == [1, 2, 3, 4] and line["y"] == pytest.approx(row, abs=5e-5)
+        assert line["x"] == [0, 1, 2, 3] and line["y"] == pytest.approx(row, abs=5e-5)
     assert lines[-2]["y"] == pytest.approx(result.curve, abs=5e-5) and lines[-2]["width"] == 3
     assert lines[-1]["y"] == pytest.approx(baseline.curve, abs=5e-5) and lines[-1]["dash"]
     before = dash.figures["rewards"].panels

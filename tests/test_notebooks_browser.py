@@ -241,9 +241,10 @@ return out;
 """
 
 
-# Each dashboard scrolled to the top of the page: its controls, its timeline and its loss
-# curve (the NAS dashboard's reward curve) must all be inside the visible part of the page
-# together, so that a class sees the curve move while a slider moves.
+# Each dashboard scrolled to the top of the page: its controls, its timeline, its loss curve
+# (the NAS dashboard's reward curve), its status, its bold numbers and the lines that explain
+# them must all be inside the visible part of the page together, so that a class sees the
+# curve move and reads why while a slider moves.
 TOGETHER = """
 const scope = arguments[0] ? document.querySelector(arguments[0]) : document;
 const out = [];
@@ -261,10 +262,14 @@ scope.querySelectorAll('.pslab-dashboard').forEach((dash, d) => {
   else window.scrollBy(0, top - 4);
   const view = box ? box.getBoundingClientRect() : {top: 0, bottom: window.innerHeight};
   const low = Math.max(view.top, 0), high = Math.min(view.bottom, window.innerHeight);
+  const said = el => el && el.innerText.trim() ? [el] : [];  // an empty line shows nothing
   const parts = [['the controls', [...dash.querySelectorAll('.widget-slider, .widget-dropdown')]],
                  ['the timeline', [dash.querySelector('img.pslab-timeline, .pslab-timeline canvas')]],
                  ['the loss curve', [dash.querySelector(
-                     'img.pslab-training, .pslab-training canvas, .pslab-rewards canvas')]]];
+                     'img.pslab-training, .pslab-training canvas, .pslab-rewards canvas')]],
+                 ['the status', [dash.querySelector('.pslab-status [data-state]')]],
+                 ['the bold numbers', [dash.querySelector('.pslab-numbers b')]],
+                 ['the explanation lines', said(dash.querySelector('.pslab-why'))]];
   for (const [what, els] of parts) {
     for (const el of els) {
       if (!el) { out.push(`dashboard ${d}: no ${what}`); continue; }
@@ -390,6 +395,39 @@ def _quick_presses_end_ready_with_their_numbers(driver, handle, name: str) -> No
         f"{name}: 'ready' with numbers of another value: {shown}"
 
 
+def _switch_mode_to_diverge(driver, dash_css: str, name: str) -> str:
+    """The learning rate to its top end (where there is one), then the mode switched through
+    the page (sync <-> async): a core dashboard's run diverges and its red line says why. The
+    explanation lines shown, once 'ready'."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    lr = driver.find_elements(By.CSS_SELECTOR, f"{dash_css} :is(.pslab-lr) .noUi-handle")
+    if lr:
+        for _ in range(16):  # past the top: the slider stops there
+            lr[0].send_keys(Keys.ARROW_RIGHT)
+        _wait(driver, STATUS_READY, timeout=120, what=f"{name}: ready at the largest lr")
+    select = Select(driver.find_element(By.CSS_SELECTOR, f"{dash_css} .pslab-mode select"))
+    options = [o.get_attribute("value") for o in select.options]
+    now = select.first_selected_option.get_attribute("value")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});",
+                          select._el)  # noqa: SLF001
+    want = next(o for o in ("async", "sync") if o in options and o != now)
+    select.select_by_value(want)
+    nas = not driver.find_elements(By.CSS_SELECTOR, f"{dash_css} .pslab-mode option[value=SSP]"
+                                   ) and "allreduce" not in options
+    _wait(driver, STATUS_READY[:-2] + " && (arguments[1] || document.querySelector("
+          f"'{dash_css} .pslab-numbers').innerText.startsWith(arguments[0]));",
+          (want, nas), timeout=120, what=f"{name}: ready after the switch to {want}")
+    text = driver.execute_script(f"return document.querySelector('{dash_css} .pslab-why')"
+                                 ".innerText;")
+    if driver.find_elements(By.CSS_SELECTOR, f"{dash_css} .pslab-staleness"):
+        # a core dashboard at lr 10: the run diverged, and a red line says why
+        assert "DIVERGED. Why" in text, f"{name}: no reason on screen: {text!r}"
+    return text
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, capsys):
     from selenium.webdriver.common.by import By
@@ -446,12 +484,15 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
             _hover_and_zoom(driver, ".jp-NotebookPanel:not(.lm-mod-hidden)", name)
         _quick_presses_end_ready_with_their_numbers(driver, handle, name)
         dash_css = ".jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard"
+        _switch_mode_to_diverge(driver, dash_css, name)
         for size in ("large", "1024"):
             problems = _fit_problems(driver, size, ".jp-NotebookPanel:not(.lm-mod-hidden)")
             driver.execute_script(f"document.querySelector('{dash_css}').scrollIntoView();")
             _shoot(driver, name, size, dash_css)
             assert problems == [], f"{name} at {SIZES[size]}: {problems}"
         driver.set_window_size(*SIZES["large"])
+        # every row of the timeline named (browser_figure.js says how it named them)
+        assert img.get_attribute("data-every") in (None, "1"), f"{name}: rows left unnamed"
         hashes = probe["hashes"]
         assert len(set(hashes)) == len(hashes), f"{name}: a key press left the plot unchanged"
         assert before_png != after_png, f"{name}: the timeline on screen did not change"
@@ -514,7 +555,10 @@ def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presente
         count = _wait(driver, "const d = document.querySelectorAll('.pslab-dashboard "
                       ".pslab-status [data-state=\"ready\"]'); return d.length >= 5 && d.length;",
                       timeout=RUN_ALL_TIMEOUT, what="five dashboards in the presenter view")
-        assert count == 5  # figures 000, 001, 002, the NAS dashboard of 003, pipelines (08)
+        # figures 000, 001, 002, the NAS dashboard of 003, pipelines (08) and 07's ZeRO one
+        assert count == 6
+        assert driver.execute_script("return document.querySelectorAll('.pslab-dashboard "
+                                     ".pslab-memory canvas').length;") == 1, "no ZeRO dashboard"
         text = driver.execute_script("return document.body.innerText;")
         for code in ("pw.dashboard", "import ", "replay.figure", ".check(", "quiz"):
             assert code not in text, f"the presenter view shows code or exercises: {code!r}"
@@ -544,10 +588,24 @@ def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presente
         raise
 
 
+# a saved dashboard's note, whether a "ready" shows, and how many broken-link marks show
+NOT_LIVE = """
+const dash = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard');
+const note = dash && dash.querySelector('.pslab-not-live');
+if (!note || !note.getBoundingClientRect().height) return null;
+const shown = el => el.getBoundingClientRect().height > 0;
+return {note: note.innerText,
+        ready_shown: [...dash.querySelectorAll('[data-state=ready]')].filter(shown).length,
+        broken: [...dash.querySelectorAll('.jupyter-widgets-disconnected')].filter(el =>
+            !['none', ''].includes(getComputedStyle(el, '::before').content)).length};
+"""
+
+
 def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
     """Opened without a kernel run (trusted, ipywidgets' "saveState" on), notebook 02 draws its
-    dashboard's timeline and curves from the data the notebook saved; an untrusted notebook
-    shows the static matplotlib picture instead (JupyterLab renders no widget there)."""
+    dashboard's timeline and curves from the data the notebook saved, and says at its top that
+    it is a picture until the notebook runs (never "ready"); an untrusted notebook shows the
+    static matplotlib picture instead (JupyterLab renders no widget there)."""
     _require_browser()
     name = "02_sync_vs_async.ipynb"
     with tempfile.TemporaryDirectory(prefix="pslab-saved-") as tmp:
@@ -569,6 +627,13 @@ def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
                 assert drawn == 2
                 assert _wait(driver, HOVER, (".jp-NotebookPanel:not(.lm-mod-hidden)",),
                              timeout=10, what="a saved block's hover details")
+                # it says plainly that it is a picture and what to press; never "ready", no
+                # broken-link marks on its parts
+                said = _wait(driver, NOT_LIVE, timeout=20, what="the saved dashboard's note")
+                assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
+                assert said["ready_shown"] == 0 and said["broken"] == 0, said
+                _shoot(driver, "saved_02", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
+                       ".pslab-dashboard")
             except Exception:
                 with capsys.disabled():
                     print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")

@@ -61,3 +61,98 @@ def test_the_seed_figures_number_from_zero_too():
     fig002 = (FIGURES / "002_data_parallel.tex").read_text()
     assert r"\foreach \i in {0,1,2}" in fig002 and r"Worker \i" in fig002
     assert "Replica \\lbl" in (FIGURES / "003_nas_hierarchy.tex").read_text()
+
+
+def test_the_straggler_the_notebooks_name_is_the_one_the_runs_slow():
+    """Every sentence of a notebook that names a straggler ("G0 twice as slow", "wait for
+    G0") names the worker the dashboards' set-ups actually slow, found from the run."""
+    import json
+    import re
+
+    from pslab.notebook.dashboard_settings import PRESETS
+
+    slowed = set()
+    for name, preset in PRESETS.items():
+        if preset.slowdown == 1.0:
+            continue
+        run = pslab.train(numerics=False, **preset.changed(steps=4).train_kwargs())
+        busy = {w: sum(s.duration for s in run.timeline if s.worker == w and s.kind == "compute")
+                for w in range(run.workers)}
+        slowed.add(f"G{max(busy, key=busy.get)}")
+    assert slowed == {"G0"}, slowed
+    named = []
+    for path in sorted((FIGURES.parent / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            if cell["cell_type"] != "markdown":
+                continue
+            for sentence in re.split(r"(?<=[.!?])\s+", "".join(cell["source"])):
+                if re.search(r"strag|slow", sentence, re.I):
+                    named += [(path.name, i, g) for g in re.findall(r"\bG\d+\b", sentence)]
+    assert len(named) >= 5  # the notebooks do name it (00, 02, 03, present)
+    assert [n for n in named if n[2] not in slowed] == []
+
+
+def test_steps_and_rounds_count_from_0_in_hovers_printouts_and_axes():
+    """Steps and rounds are counted from 0 wherever a student reads one, as workers are: the
+    hover of a first block, the NAS numbers, its updates table, its reward curve's axis, and
+    the notebooks' printouts (no `step + 1` in a cell)."""
+    import json
+    import re
+
+    from pslab.nas.browser_tiers import rewards_panel, tiers_panel
+    from pslab.nas.search import search
+    from pslab.notebook.browser_plots import column
+    from pslab.notebook.widgets import Dashboard
+
+    dash = Dashboard("000", settle_delay=None)
+    hover = dash.figures["timeline"].panels[0]["hover"]
+    assert hover["lines"][0].endswith("step {step}")
+    assert column(hover["cols"]["step"]).min() == 0 == min(r.step for r in dash.run.history)
+    result = search(rounds=3, numerics=True)
+    assert "(round 0) →" in result.headline() and "(round 2), best" in result.headline()
+    assert result.updates_table(1).splitlines()[-1].split()[2] == "0"
+    assert rewards_panel(result)["lines"][0]["x"][0] == 0
+    tiers = tiers_panel(result)["hover"]
+    assert "round {step}" in tiers["lines"][0]
+    assert column(tiers["cols"]["step"]).min() == 0 == min(s.round for s in result.samples)
+    for path in sorted((FIGURES.parent / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                source = "".join(cell["source"])
+                assert not re.search(r"\b(step|round)\s*\+\s*1\b", source), (path.name, source)
+
+
+def _named_every(layout: dict, panel: dict) -> int:
+    """browser_figure.js's rule: the canvas grows to `rowpx` a row, the row names shrink to
+    10 px at least, and where still closer than a name, every k-th row is named; this k."""
+    L = layout["panels"][0]
+    rows = len(panel["yticks"])
+    height = max(layout["height"], L["top"] + L["bottom"] + rows * L.get("rowpx", 0))
+    spacing = (height - L["top"] - L["bottom"]) / rows
+    font = max(10, min(layout["font"], int(spacing) - 1))
+    return max(1, -(-(font + 1) // max(spacing, 1)))
+
+
+def test_every_timeline_row_is_named_or_a_note_says_which_are_left_out():
+    """At the most rows a control allows, each dashboard's timeline names every row (in 10 px
+    at least); the NAS timeline, which draws 4 replicas of up to 8, says so under its axis."""
+    from pslab.nas.live import Dashboard as NasDashboard
+    from pslab.notebook.widgets import Dashboard
+    from pslab.notebook.zero_dashboard import ZeroDashboard
+
+    for name in ("default", "000", "001", "002"):
+        dash = Dashboard(name, settle_delay=None)
+        dash.set(**dict(workers=16, shards=8) if name != "001" else dict(workers=16))
+        fig = dash.figures["timeline"]
+        assert _named_every(fig.layout_spec, fig.panels[0]) == 1, name
+    zero = ZeroDashboard(settle_delay=None)
+    zero.set(workers=16, mode="sync")
+    assert _named_every(zero.figures["timeline"].layout_spec,
+                        zero.figures["timeline"].panels[0]) == 1
+    nas = NasDashboard(settle_delay=None)
+    nas.set(servers=8, controllers=8, children=4, rounds=2)
+    fig = nas.figures["timeline"]
+    assert _named_every(fig.layout_spec, fig.panels[0]) == 1
+    assert fig.panels[0]["note"] == "rows: the first 4 of 8 replicas"
+    nas.set(controllers=4)
+    assert nas.figures["timeline"].panels[0]["note"] == ""

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from .palette import ROLE_LABELS, ROLES
-from .sizes import CELL_IN, MIN_PT
+from .sizes import CELL_IN, LESSON_PT
 from ..result import Run, as_runs
 from .training_plot import check_ax
 
@@ -59,7 +59,7 @@ def _box(ax: Axes, x: float, y: float, w: float, h: float, role: str, text: str)
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
                                 boxstyle="round,pad=0.02,rounding_size=0.1",
                                 facecolor=ROLES[role], edgecolor="black", linewidth=1.2))
-    ax.text(x, y, text, ha="center", va="center", fontsize=MIN_PT + 0.5)
+    ax.text(x, y, text, ha="center", va="center", fontsize=LESSON_PT)
 
 
 def _arrow(ax: Axes, a: tuple, b: tuple, colour: str, dashed: bool = False) -> None:
@@ -78,44 +78,44 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     ax.set_axis_off()
     height = max(n * 1.4, 3.0)
     ys = [height / 2 - (i + 0.5) * height / n for i in range(n)]  # worker 0 on top
-    data_x, work_x, ps_left, ps_right = 0.9, 4.3, 8.0, 10.0
-    ax.set_xlim(-0.1, 10.1)
+    data_x, work_x, ps_left, ps_right = 1.0, 4.0, 7.75, 10.2
+    ax.set_xlim(-0.1, 10.25)
     ax.set_ylim(-height / 2 - 0.1, height / 2 + 0.1)
     cfg, found = run.settings, flows(run)
-    _box(ax, data_x, 0, 1.7, 1.5, "data",
-         f"{ROLE_LABELS['data']}\n{sum(f.rows for f in found)} rows read\n"
-         f"batch {cfg.batch},\naccumulate {cfg.accumulate}")
+    _box(ax, data_x, 0, 2.0, 1.5, "data",
+         f"{ROLE_LABELS['data']}\n{sum(f.rows for f in found)} rows\n"
+         f"batch {cfg.batch}\naccumulate {cfg.accumulate}")
     # The server is as tall as the column of workers, so every arrow to it is horizontal and
     # its labels never cross another arrow (figure 000 does the same with its processors).
     top, bottom = ys[0] + 0.5, ys[-1] - 0.5
     _box(ax, (ps_left + ps_right) / 2, (top + bottom) / 2, ps_right - ps_left, top - bottom,
          "server", "")
     ax.text((ps_left + ps_right) / 2, top - 0.12, ROLE_LABELS["server"], ha="center", va="top",
-            fontsize=MIN_PT + 1, weight="bold")
+            fontsize=LESSON_PT, weight="bold")
     for s, (names, nbytes) in enumerate(zip(run.shards, run.shard_bytes)):
         y = top - 0.75 - s * (top - bottom - 0.6) / max(len(run.shards), 1)
         inside = ", ".join(f"${p}$" for p in names)
         ax.text((ps_left + ps_right) / 2, y, f"shard {s}: {{{inside}}}\n{fmt_bytes(nbytes)}",
-                ha="center", va="top", fontsize=MIN_PT,
+                ha="center", va="top", fontsize=LESSON_PT,
                 bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="0.3"))
     for f, y in zip(found, ys):
         _box(ax, work_x, y, 1.5, 0.75, "worker", f"Worker {f.worker}\n(GPU{f.worker})")
-        x0, x1 = data_x + 0.87, work_x - 0.77
+        x0, x1 = data_x + 1.02, work_x - 0.77
         _arrow(ax, (x0, 0), (x1, y), "0.35")
         # the label's corner touches the arrow at 60 % of its length, the text on the outer side
         lx, ly = x0 + 0.6 * (x1 - x0), 0.6 * y
         ha, va = ("center", "bottom") if abs(y) < 1e-9 else ("right", "bottom" if y > 0 else "top")
         ax.text(lx, ly + (0.08 if ha == "center" else 0), f"{f.minibatches} batches\n{f.rows} rows",
-                ha=ha, va=va, fontsize=MIN_PT, color="0.25")
+                ha=ha, va=va, fontsize=LESSON_PT, color="0.25")
         # gradients up to the server above, weights back below: two parallel arrows per worker
         a, b = work_x + 0.77, ps_left - 0.02
         _arrow(ax, (a, y + 0.12), (b, y + 0.12), ROLES["gradient"])
         _arrow(ax, (b, y - 0.12), (a, y - 0.12), ROLES["weight"], dashed=True)
         ax.text((a + b) / 2, y + 0.2,
                 f"{f.pushes} pushes of \u2207\u03b8, {fmt_bytes(f.push_bytes)}",
-                ha="center", va="bottom", fontsize=MIN_PT, color=ROLES["gradient"])
+                ha="center", va="bottom", fontsize=LESSON_PT, color=ROLES["gradient"])
         ax.text((a + b) / 2, y - 0.2, f"{f.pulls} pulls of \u03b8, {fmt_bytes(f.pull_bytes)}",
-                ha="center", va="top", fontsize=MIN_PT, color=ROLES["weight"])
+                ha="center", va="top", fontsize=LESSON_PT, color=ROLES["weight"])
     ax.set_title(f"Distributed data-parallel training ({run.mode}, {n} workers): "
-                 f"{run.updates} updates in {run.makespan:.2f} s", fontsize=10)
+                 f"{run.updates} updates in {run.makespan:.2f} s", fontsize=LESSON_PT)
     return ax.figure

@@ -22,7 +22,7 @@ def plot_rewards(found: Sequence[Duel]) -> Figure:
     for name, pick in (("REINFORCE", lambda d: d.reinforce), ("random", lambda d: d.random)):
         curves = np.array([pick(d).curve for d in found])
         best = np.array([np.maximum.accumulate(round_best(pick(d))) for d in found])
-        x = np.arange(1, curves.shape[1] + 1)
+        x = np.arange(curves.shape[1])  # rounds count from 0
         for a, ys in ((ax, curves), (ax2, best)):
             a.fill_between(x, ys.min(0), ys.max(0), color=colours[name], alpha=0.18, lw=0)
             a.plot(x, ys.mean(0), color=colours[name], lw=2.5, label=name)

@@ -17,11 +17,11 @@ from matplotlib.patches import FancyBboxPatch
 
 from .dataflow_plot import _arrow, fmt_bytes
 from .palette import ROLES
-from .sizes import CELL_IN, MIN_PT
+from .sizes import CELL_IN, LESSON_PT
 from ..nas.search import Search
 
-FONT = MIN_PT + 0.5  # box text: >= 10 px in a 590-px notebook cell (pslab.drawing.sizes)
-SMALL = MIN_PT  # edge labels
+FONT = LESSON_PT  # box text: 12 px in a 590-px notebook cell, as the dashboards (pslab.drawing.sizes)
+SMALL = LESSON_PT  # edge labels: they carry the lesson too
 HEIGHT_IN = 5.4  # the diagram's height at a cell's width
 
 
@@ -114,7 +114,7 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
                 f"{f.max_staleness}", ha="right", va="center", fontsize=SMALL,
                 color=ROLES["gradient"])
         _children(ax, result, f, cx, pitch, y_ctl, y_kid)
-    ax.set_title(_title(result), fontsize=10)
+    ax.set_title(_title(result), fontsize=FONT)
     return ax.figure
 
 
@@ -151,7 +151,7 @@ def _title(result: Search) -> str:
         return head + f" (timing only): makespan {result.makespan:.0f} s"
     best = result.best[0]
     return (head + f"\n{len(result.samples)} children trained, mean R {result.curve[0]:.0%} "
-            f"(round 1) → {result.curve[-1]:.0%} (round {result.rounds})\nbest {best}")
+            f"(round 0) → {result.curve[-1]:.0%} (round {result.rounds - 1})\nbest child {best}")
 
 
 def plot_figure(result: Search) -> Figure:

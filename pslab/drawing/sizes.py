@@ -11,3 +11,4 @@ from __future__ import annotations
 
 CELL_IN = 7.1  # inches: a 590-px cell at 80 dpi, less the crop margins and a title's overhang
 MIN_PT = 9.0  # points: 10 px at 80 dpi
+LESSON_PT = 10.8  # points: 12 px at 80 dpi, the dashboards' text: a label that carries a lesson

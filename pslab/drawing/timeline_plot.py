@@ -29,7 +29,8 @@ HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: the
 ZORDER = {"idle": 1, "compute": 2, "fetch": 2.5, "push": 2.5, "update": 3,  # sync column on top;
           "reduce-scatter": 2.5, "all-gather": 2.5}
 # F and P over a minibatch: a short one widened to min_px stays in view (see _visible)
-SHORT = {"Update": "Upd.", "minibatch": "mb", "forward/backward": "f/b", "gradient sync": "sync"}
+# (no "mb": a narrow minibatch block stays unlabelled rather than say a word nobody taught)
+SHORT = {"Update": "Upd.", "minibatch": "", "forward/backward": "f/b", "gradient sync": "sync"}
 MAX_TEXTS = 80  # block labels beyond this many would be unreadable anyway (and slow)
 TEXT_PT = 9  # block labels; rows, legend and titles are larger (a projector's back row)
 

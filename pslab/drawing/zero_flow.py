@@ -20,7 +20,7 @@ from ..result import Run, as_runs
 from ..zero import stage_of
 from .dataflow_plot import _arrow, _box, fmt_bytes
 from .palette import ROLE_LABELS, ROLES
-from .sizes import CELL_IN, MIN_PT
+from .sizes import CELL_IN, LESSON_PT
 from .training_plot import check_ax
 
 # span kinds of each phase: ZeRO's own, or the ring all-reduce's two halves
@@ -82,7 +82,7 @@ def plot_zero_flow(run: Run, ax: Axes | None = None) -> Figure:
     _box(ax, data_x, 0, 0.6, ys[0] - ys[-1] + 2 * half_h, "data", "")
     ax.text(data_x, 0, f"{ROLE_LABELS['data']}: {sum(f.minibatches for f in found) * batch} "
             f"rows, batch {batch}", rotation=90, ha="center", va="center",
-            fontsize=MIN_PT + 0.5)
+            fontsize=LESSON_PT)
     for f, y in zip(found, ys):
         layout = run.layout
         keys = (f"shard {f.worker}: keys {layout.ranges[f.worker][0]}–"
@@ -92,14 +92,14 @@ def plot_zero_flow(run: Run, ax: Axes | None = None) -> Figure:
         x0, x1 = data_x + 0.32, work_x - half_w - 0.02
         _arrow(ax, (x0, y), (x1, y), "0.35")
         ax.text((x0 + x1) / 2, y + 0.06, f"{f.minibatches} batches", ha="center", va="bottom",
-                fontsize=MIN_PT, color="0.25")
+                fontsize=LESSON_PT, color="0.25")
         if f.to == f.worker + 1:  # down to the next box, in the gap between the two
             _arrow(ax, (work_x, y - half_h), (work_x, y - 1.05 + half_h), "black")
-        ax.text(bracket + 0.3, y + 0.05, f"{f.reduce_scatters} reduce-scatters to W{f.to}: "
+        ax.text(bracket + 0.2, y + 0.05, f"{f.reduce_scatters} reduce-scatters to W{f.to}: "
                 f"{fmt_bytes(f.reduce_scatter_bytes)}", ha="left", va="bottom",
-                fontsize=MIN_PT, color=ROLES["gradient"])
-        ax.text(bracket + 0.3, y - 0.05, f"{f.all_gathers} all-gathers to W{f.to}: "
-                f"{fmt_bytes(f.all_gather_bytes)}", ha="left", va="top", fontsize=MIN_PT,
+                fontsize=LESSON_PT, color=ROLES["gradient"])
+        ax.text(bracket + 0.2, y - 0.05, f"{f.all_gathers} all-gathers to W{f.to}: "
+                f"{fmt_bytes(f.all_gather_bytes)}", ha="left", va="top", fontsize=LESSON_PT,
                 color=ROLES["weight"])
     if n > 1:  # the ring closes: the last worker sends to worker 0, up the right side
         right = work_x + half_w
@@ -108,5 +108,5 @@ def plot_zero_flow(run: Run, ax: Axes | None = None) -> Figure:
     model, rounds = run.layout.size * BYTES_PER_VALUE, 3 if stage == 3 else 2
     ax.set_title(f"{run.mode}, {n} workers, no server: each sends to the next round the ring\n"
                  f"per worker per step: {rounds}·Ψ·(N−1)/N = {rounds} × {fmt_bytes(model)} × "
-                 f"{n - 1}/{n} = {fmt_bytes(rounds * model * (n - 1) / n)}", fontsize=10)
+                 f"{n - 1}/{n} = {fmt_bytes(rounds * model * (n - 1) / n)}", fontsize=LESSON_PT)
     return ax.figure

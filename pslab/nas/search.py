@@ -166,18 +166,19 @@ class Search:
         from ..text import table
 
         rows = [(f"{u.time:.2f}", "all" if u.controller is None else f"C{u.controller}",
-                 u.round + 1, u.version, u.staleness, f"{u.reward:.1%}")
+                 u.round, u.version, u.staleness, f"{u.reward:.1%}")
                 for u in self.history[:first]]
         return table(rows, ("time (s)", "from", "round", "version", "staleness",
                             "mean R of its children"))
 
     def headline(self) -> str:
-        """'mean R 48% (round 1) → 85% (round 10), best …' (or 'timing only')."""
+        """'mean R 48% (round 0) → 85% (round 9), best child …' (or 'timing only'); rounds
+        count from 0, as workers, steps and `Sample.round` do."""
         if not self.config["numerics"]:
             return "timing only"
         c = self.curve
-        return (f"mean R {c[0]:.1%} (round 1) → {c[-1]:.1%} (round {self.rounds}), best "
-                f"{self.best[0]}")
+        return (f"mean R {c[0]:.1%} (round 0) → {c[-1]:.1%} (round {self.rounds - 1}), best "
+                f"child {self.best[0]}")
 
     def __repr__(self) -> str:
         return (f"Search({self.method}, S={self.servers}, K={self.controllers}, "

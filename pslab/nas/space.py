@@ -17,8 +17,9 @@ Arch = tuple[tuple[int, str], ...]
 
 
 def describe(arch: Arch) -> str:
-    """'32-relu / 16-tanh' (a child in one short line)."""
-    return " / ".join(f"{w}-{a}" for w, a in arch)
+    """'32 units (relu) → 16 units (tanh)': a child's hidden layers in one short line."""
+    return " → ".join(f"{w} units ({'no activation' if a == 'identity' else a})"
+                      for w, a in arch)
 
 
 # Children are real MLPs trained on the 8x8 digits: 8 hidden layers of 1,024 units is already

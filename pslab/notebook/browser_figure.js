@@ -2,15 +2,16 @@
 // details and zoom. The kernel sends plain data (pslab/notebook/browser_plots.py builds it);
 // colours come in that data from pslab/drawing/palette.py, so no colour is written here.
 //   layout_spec: {height, font, panels: [{share, left, right, top, bottom, xlabel, ylabel, ylog,
-//            yinvert, xfmt, yfmt, zoom}]}                      (changes rarely)
+//            yinvert, xfmt, yfmt, zoom, rowpx}]}               (changes rarely)
 //   legend: [{colour, label, line, dash}] (colour null: text only) (changes with the runs shown)
 //   panels: [{xlim, ylim, yticks, colours, rects: {x0, x1, y0, y1, c, widen}, lines: [{x, y,
-//             colour, width, dash, label, hover}], vline, hover: {lines, cols, tables}}]
+//             colour, width, dash, label, hover}], vline, note, hover: {lines, cols, tables}}]
 //                                                              (changes on every slider step)
 //   key, keyed: the control values `panels` are of, and the model ids of those controls; frames
 //   sent ahead (custom message {ahead: key, panels}) are kept by key and drawn the moment the
 //   controls reach their values (pslab/notebook/prefetch.py)
 
+const MIN_FONT = 10;  // px: the smallest text drawn (a row's name among many rows)
 const MIN_PX = 4;  // a fetch or push narrower than this on a long run is drawn this wide
 
 function niceStep(span, n) {
@@ -127,9 +128,9 @@ function render({ model, el }) {
     const layout = model.get("layout_spec") || {};
     const want = shown || model.get("panels");
     if (want !== raw) { raw = want; panels = unpack(raw || []); }
-    const width = root.clientWidth, height = layout.height || 150;
-    if (!width || !layout.panels) return;
     const font = layout.font || 12, dpr = window.devicePixelRatio || 1;
+    const width = root.clientWidth, height = fitRows(layout, panels, font);
+    if (!width || !layout.panels) return;
     canvas.width = Math.round(width * dpr);
     canvas.height = Math.round(height * dpr);
     canvas.style.height = `${height}px`;
@@ -154,6 +155,18 @@ function render({ model, el }) {
     canvas.dataset.source = source;  // "ahead": a kept frame, "kernel": the kernel's answer
     canvas.dataset.key = shownKey || "";  // the control values drawn (none: not keyed)
     canvas.dataset.frame = String(frame);  // what the browser test and bench wait for
+  }
+
+  // a panel with `rowpx` grows until each of its rows has that many pixels: every row keeps
+  // its name (in MIN_FONT px where the rows are close)
+  function fitRows(layout, panels, font) {
+    let height = layout.height || 150;
+    (layout.panels || []).forEach((L, i) => {
+      const p = panels[i];
+      if (L.rowpx && p && p.yticks)
+        height = Math.max(height, L.top + L.bottom + p.yticks.length * L.rowpx);
+    });
+    return height;
   }
 
   function drawLegend(g, legend, font) {
@@ -230,22 +243,32 @@ function render({ model, el }) {
       const vs = L.ylog ? logTicks(ya, yb) : linearTicks(Math.min(ya, yb), Math.max(ya, yb), 4);
       yticks = vs.map(v => [v, tickText(v, L.yfmt)]);
     }
-    // rows closer than a line of text: every k-th named, so labels never overlap
+    // rows closer than a line of text: their names in a smaller font, down to MIN_FONT (a
+    // panel with `rowpx` is tall enough for that); closer still, every k-th named
     const spacing = yticks.length > 1 ? Math.abs(sy(yticks[1][0]) - sy(yticks[0][0])) : font;
-    const every = Math.max(1, Math.ceil((font + 1) / Math.max(spacing, 1)));
+    const rowFont = Math.max(MIN_FONT, Math.min(font, Math.floor(spacing) - 1));
+    const every = Math.max(1, Math.ceil((rowFont + 1) / Math.max(spacing, 1)));
+    g.font = `${rowFont}px sans-serif`;
+    if (p.yticks) canvas.dataset.every = String(every);  // 1: every row named (the tests)
     yticks.forEach(([v, text], k) => {
       if (k % every) return;
       const y = sy(v);
       g.fillText(text, box.left - 5, y);
     });
+    g.font = `${font}px sans-serif`;
     if (L.ylabel) {
       const x = box.left - L.left + font * 0.8;  // the panel's own left edge
       g.save(); g.translate(x, (box.top + box.bottom) / 2); g.rotate(-Math.PI / 2);
       g.textAlign = "center"; g.fillText(L.ylabel, 0, 0); g.restore();
     }
     if (L.zoom && zoomed(p, xl)) {
+      // under the axis at the right, clear of the blocks and of the centred axis name
       g.textAlign = "right"; g.fillStyle = "#2E5FA8";
-      g.fillText("zoomed: double-click for the whole run", box.right, box.top + font / 2);
+      g.fillText("zoomed (double-click: all)", box.right, box.bottom + 8 + font * 1.5);
+    }
+    if (p.note) {  // e.g. rows left out: said under the axis at the left, on screen with them
+      g.textAlign = "left"; g.fillStyle = "#000";
+      g.fillText(p.note, box.left - L.left + 4, box.bottom + 8 + font * 1.5);
     }
     const inverse = px => xl[0] + (px - box.left) / (box.right - box.left) * (xl[1] - xl[0]);
     return { box, sx, sy, inverse, p, L };
@@ -377,7 +400,46 @@ function render({ model, el }) {
     if (now !== null && now !== shownKey && frames.has(now)) show(frames.get(now), now, "ahead");
   }
 
+  // Not live (a notebook opened with its saved widgets, before it has run): the timeline's
+  // view puts a note at the top of its dashboard, in place of the status, saying it is a
+  // picture and what to press. The kernel's answer to "hello", or any data it sends, takes
+  // the note away.
+  let live = false, note = null, tries = 0;
+  function alive() {
+    live = true;
+    if (note) { note.closest(".pslab-dashboard")?.classList.remove("pslab-picture"); note.remove(); note = null; }
+  }
+  function picture() {
+    if (live || note || !el.classList.contains("pslab-timeline")) return;
+    const dash = el.closest(".pslab-dashboard");
+    if (!dash) { if (tries++ < 20) setTimeout(picture, 500); return; }
+    // ipywidgets marks a view whose model has no kernel behind it "disconnected"
+    const saved = ".jupyter-widgets-disconnected";
+    if (!(dash.matches(saved) || dash.querySelector(saved))) return;
+    if (!document.getElementById("pslab-picture-style")) {
+      const style = document.createElement("style");
+      style.id = "pslab-picture-style";
+      // no status ("ready" would be a lie), no broken-link marks, controls greyed
+      style.textContent = ".pslab-picture .pslab-status { display: none; }\n" +
+        ".pslab-picture .jupyter-widgets-disconnected::before, " +
+        ".pslab-picture.jupyter-widgets-disconnected::before { content: none !important; " +
+        "display: none !important; }\n" +
+        ".pslab-picture :is(.widget-slider, .widget-dropdown) { opacity: 0.55; }";
+      document.head.append(style);
+    }
+    note = document.createElement("div");
+    note.className = "pslab-not-live";
+    note.style.cssText = "font:bold 13px/1.3 sans-serif;color:#7a4a00;background:#fff4e0;" +
+      "border:1px solid #b26a00;padding:3px 6px;margin:2px 4px";
+    note.textContent = "Not live yet: a picture saved with the notebook. The controls move " +
+      "nothing until the notebook runs: choose Run ▸ Run All Cells, then use them.";
+    dash.prepend(note);
+    dash.classList.add("pslab-picture");
+  }
+  setTimeout(picture, 300);
+
   model.on("msg:custom", (msg, buffers) => {
+    if (msg && msg.live) { alive(); return; }
     if (msg && msg.forget) { frames.clear(); return; }
     if (!msg || msg.ahead === undefined) return;
     keep(msg.ahead, lower(msg.panels, buffers || []));
@@ -390,14 +452,17 @@ function render({ model, el }) {
       controls = models;
       for (const m of models) m.on("change", moved);
     }, () => { controls = []; });
-  model.on("change:panels", received);
+  model.on("change:panels", () => { alive(); received(); });
   model.on("change:key", received);
   model.on("change:legend", schedule);
   model.on("change:layout_spec", schedule);
   const watcher = new ResizeObserver(schedule);
   watcher.observe(root);
   schedule();
-  return () => { watcher.disconnect(); for (const m of controls) m.off("change", moved); };
+  return () => {
+    watcher.disconnect(); alive();
+    for (const m of controls) m.off("change", moved);
+  };
 }
 
 export default { render };

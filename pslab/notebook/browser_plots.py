@@ -23,7 +23,11 @@ from ..timeline import NOTES, SHARES
 from .livefigure import nice_ceiling
 
 FONT = 12  # px: every text of the live plots (>= 10 px on a projector, tests/test_legible.py)
-TIMELINE_PX, CURVES_PX, SIDE_PX = 184, 164, 224  # heights: one screen at 1024x768
+# heights: the controls, the numbers, the lines that explain them, the timeline and the loss
+# curve on one screen at 1024x768 (about 500 px of notebook); a timeline with more rows than
+# fit ROW_PX apart grows (browser_figure.js), so every row keeps its name (>= 10 px)
+TIMELINE_PX, CURVES_PX, SIDE_PX, ROW_PX = 160, 130, 224, 11  # ROW_PX: a 10-px name and 1 px
+BOTTOM = 34  # px under an axis: its ticks and its name
 DIGITS = 4  # decimals of the virtual seconds sent (a pixel is ~0.1 s on a 100-s run)
 WHY = [NOTES[n] for n in NOTES]  # hover's "why it waited", by code
 NOTE_CODE = {n: i for i, n in enumerate(NOTES)}  # no note: -1, and the hover line is left out
@@ -31,16 +35,26 @@ KIND_CODE = {k: i for i, k in enumerate(EVERY_KIND)}
 ZORDERS = np.array([ZORDER[k] for k in EVERY_KIND])
 
 
+SUBSCRIPTS = str.maketrans("oh0123456789", "ₒₕ₀₁₂₃₄₅₆₇₈₉")
+
+
 def plain_row(label: str) -> str:
-    """A shard row as text ('S0 {W_o, …, W_h}'): matplotlib's $…$ maths markers dropped."""
-    return label.replace("$", "")
+    """A shard row as plain text, 'S0: Wₒ … Wₕ': the tensors it holds after a colon, their
+    subscripts as subscripts (matplotlib's '$W_o$' maths and the set braces gone)."""
+    head, _, inside = label.partition(" {")
+    if not inside:
+        return label
+    names = [n.strip().strip("$") for n in inside.rstrip("}").split(",")]
+    names = [n if "_" not in n else n.split("_")[0] + n.split("_")[1].translate(SUBSCRIPTS)
+             for n in names]
+    return f"{head}: " + (" ".join(names) if "…" in names else ", ".join(names))
 
 
 def timeline_layout(palette: str) -> dict[str, Any]:
     left = 64 if palette == "accumulation" else 124  # px of row labels (shard rows are long)
     return {"height": TIMELINE_PX, "font": FONT, "panels": [dict(
-        share=1.0, left=left, right=10, top=26, bottom=40, xlabel="virtual time (s)",
-        yinvert=True, zoom=True)]}
+        share=1.0, left=left, right=10, top=26, bottom=BOTTOM, xlabel="virtual time (s)",
+        yinvert=True, zoom=True, rowpx=ROW_PX)]}
 
 
 def timeline_legend(palette: str, runs: Sequence[Run] = ()) -> list[dict[str, Any]]:
@@ -122,9 +136,9 @@ def timeline_rows(run: Run, palette: str, shard_label: Any) -> list[str]:
 
 
 CURVES_LAYOUT = {"height": CURVES_PX, "font": FONT, "panels": [
-    dict(share=0.5, left=58, right=12, top=24, bottom=40, xlabel="virtual time (s)",
+    dict(share=0.5, left=58, right=12, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
          ylabel="training loss (log)", ylog=True, xname="time (s)", yname="loss"),
-    dict(share=0.5, left=58, right=12, top=24, bottom=40, xlabel="virtual time (s)",
+    dict(share=0.5, left=58, right=12, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
          ylabel="test accuracy", yfmt="pct", xname="time (s)", yname="test accuracy")]}
 
 

@@ -46,11 +46,16 @@ from .controls import check_settle_delay, within
 from .prefetch import Ahead
 from .progress import widget_bundle
 
-__all__ = ["DashboardBase", "TEXT_STYLE"]
+__all__ = ["DashboardBase", "TEXT_STYLE", "count"]
 
-TEXT_STYLE = "font-size:12px;line-height:1.25;text-align:left"
+TEXT_STYLE = "font-size:12px;line-height:1.2;text-align:left"
 COLOURS = {"ready": "#2e7d32", "busy": "#b26a00", "error": "#c62828"}
 FADED = "0.45"  # opacity of a part that shows older values than the controls
+
+
+def count(n: int, thing: str) -> str:
+    """"1 worker", "3 workers": a number and its noun, singular or plural."""
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
 
 
 class DashboardBase(Ahead):

@@ -1,6 +1,6 @@
 """The surprises a dashboard's numbers hold, said in a line under them where they show.
 
-Two comparisons between modes a student makes at once, and misreads without a word:
+Three surprises a student meets at once, and misreads without a word:
 
 - async and SSP apply every worker's push at the full learning rate, where sync applies the
   mean of the N gradients: one round of pushes moves the weights N times as far (SSP(0) is sync
@@ -9,6 +9,9 @@ Two comparisons between modes a student makes at once, and misreads without a wo
   async applies every push as an update of its own (N per round where sync applies one), which
   keeps the shards busy; on links that carry one transfer at a time (the seed figures') its
   pushes also wait for the other workers' fetches, where a real (duplex) link carries both.
+- sync itself blows up at a large learning rate: its one averaged step overshoots;
+- a latency-bound transfer's share of the run grows as the run gets shorter (more shards)
+  while its time stays the same.
 Each clause is said only where the two runs' numbers show it.
 """
 from __future__ import annotations
@@ -33,10 +36,21 @@ def lr_reason(run: Run, lr: float, choices: Sequence[float]) -> str | None:
     if run.mode == "sync" or n < 2:
         return None
     head = "DIVERGED. Why: " if run.diverged else "Compared with sync: "
-    return (f"{head}{run.mode} applies each of the {n} workers' pushes at the full learning "
-            f"rate {lr:g}, where sync applies their mean once, so a round moves the weights "
-            f"{n}× as far (SSP(0) is sync at lr {n * lr:g}). Sync's step: learning rate "
-            f"{step_lr(lr, n, choices):g}.")
+    ssp = f" (SSP(0) is sync at lr {n * lr:g})" if run.mode.startswith("SSP") else ""
+    return (f"{head}{run.mode} applies each of the {n} pushes at the full rate {lr:g}, sync "
+            f"their mean once, so a round moves the weights {n}× as far{ssp}. Sync's step: "
+            f"learning rate {step_lr(lr, n, choices):g}.")
+
+
+def sync_reason(run: Run, lr: float, trains: float | None) -> str | None:
+    """Why sync itself blew up (None when it did not): its one averaged step is too long; the
+    largest learning rate below that trains (`trains`, None when none was found)."""
+    if run.mode != "sync" or not run.diverged:
+        return None
+    fix = (f" Learning rate {trains:g} trains." if trains is not None
+           else " Try a smaller learning rate.")
+    return (f"DIVERGED. Why: at learning rate {lr:g} even sync's one averaged step overshoots: "
+            f"each update lands further from the minimum than the last.{fix}")
 
 
 def later_reason(run: Run, sync: Run, straggler: bool, links: str = "duplex") -> str | None:
@@ -73,15 +87,29 @@ def later_causes(run: Run, sync: Run, straggler: bool, links: str = "duplex") ->
     return causes
 
 
+def latency_note(run: Run, latency: float, bandwidth: float) -> str | None:
+    """Why the transfer share moves while the transfers do not (None when the bytes, not the
+    latency, set a message's time): each message's time is mostly its latency, the same at
+    any number of shards, so a shorter run shows it as a larger share."""
+    bytes_s = max(run.shard_bytes, default=0) / bandwidth
+    if run.mode != "sync" or latency <= bytes_s:
+        return None
+    return (f"Transfers here are latency-bound ({latency:g} s a message, its bytes "
+            f"{bytes_s * 1000:.2g} ms): their time does not change with the shards, so as the "
+            "run gets shorter their share grows.")
+
+
 def _shards(k: int) -> str:
     return "one shard" if k == 1 else f"{k} shards"
 
 
 def why_html(run: Run, sync: Run, lr: float, straggler: bool,
-             choices: Sequence[float], links: str = "duplex") -> str:
-    """The lines above as HTML for a dashboard: the learning-rate line red when the run
-    diverged; empty when nothing needs explaining."""
+             choices: Sequence[float], links: str = "duplex",
+             trains: float | None = None) -> str:
+    """The lines above as HTML for a dashboard: a divergence line red; empty when nothing
+    needs explaining. `trains`: for a diverged sync run, the largest lr below that trains."""
     lines = [(lr_reason(run, lr, choices), "#c62828" if run.diverged else "#444"),
+             (sync_reason(run, lr, trains), "#c62828"),
              (later_reason(run, sync, straggler, links), "#444")]
-    return "".join(f"<div style='font-size:12px;line-height:1.25;color:{colour}'>"
+    return "".join(f"<div style='font-size:12px;line-height:1.2;color:{colour}'>"
                    f"{html.escape(text)}</div>" for text, colour in lines if text)

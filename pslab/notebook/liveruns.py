@@ -19,6 +19,7 @@ from ..model import single_thread
 from ..result import Run
 from ..training import train
 from .dashboard_settings import PRESETS, Settings, describe_change
+from .explain import latency_note
 
 
 class RunCache:
@@ -144,5 +145,8 @@ class LiveRuns:
         if run is None:
             return {"timeline": "", "training": "", "staleness": ""}
         side = (busy_title(run, self.shares()) if run.mode == "sync" else staleness_title(run))
+        note = latency_note(run, self.settings.latency, self.settings.bandwidth)
+        if note:  # said under the shares it explains
+            side += "\n" + note
         return {"timeline": title_text(run, None, column), "training": curves_title(*self.curves()),
                 "staleness": side}

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..drawing.palette import PALETTES
-from .browser_plots import FONT, packed
+from .browser_plots import BOTTOM, FONT, ROW_PX, packed
 from .livefigure import nice_ceiling
 from ..nas.search import Search
 from ..nas.space import describe
@@ -25,15 +25,15 @@ from ..drawing.nas_tiers_plot import HEIGHT, NAMES, placed, rows
 KINDS = list(NAMES)  # fetch, push, update, compute, idle: a block's kind code
 # matplotlib's z-order: the updates (zorder 3) over the rest, which are drawn in NAMES' order
 DRAW_ORDER = {k: (1 if k == "update" else 0, i) for i, k in enumerate(KINDS)}
-TIERS_PX, REWARDS_PX = 200, 150  # heights: controls, timeline and curve on one 1024x768 screen
+TIERS_PX, REWARDS_PX = 160, 130  # heights: controls, timeline and curve on one 1024x768 screen
 REINFORCE, RANDOM, SEPARATOR = "#2E7D32", "#737373", "#595959"
 
 TIERS_LAYOUT = {"height": TIERS_PX, "font": FONT, "panels": [dict(
-    share=1.0, left=52, right=10, top=26, bottom=40, xlabel="virtual time (s)", yinvert=True,
-    zoom=True)]}
+    share=1.0, left=52, right=10, top=26, bottom=BOTTOM, xlabel="virtual time (s)",
+    yinvert=True, zoom=True, rowpx=ROW_PX)]}
 TIERS_LEGEND = [{"colour": PALETTES["ps"][k], "label": v} for k, v in NAMES.items()]
 REWARDS_LAYOUT = {"height": REWARDS_PX, "font": FONT, "panels": [dict(
-    share=1.0, left=58, right=12, top=24, bottom=40, xlabel="round",
+    share=1.0, left=58, right=12, top=24, bottom=BOTTOM, xlabel="round",
     ylabel="accuracy R", yfmt="pct", xname="round", yname="held-out accuracy")]}
 REWARDS_LEGEND = [{"colour": REINFORCE, "label": "REINFORCE, mean of the replicas",
                    "line": True},
@@ -62,6 +62,8 @@ def tiers_panel(result: Search, replicas: int | None = 4) -> dict[str, Any]:
     return dict(
         xlim=[0.0, xmax], ylim=[-0.5, len(table) - 0.5], vline=result.makespan,
         yticks=[[i, label] for i, (_, label, _) in enumerate(table)],
+        note=(f"rows: the first {replicas} of {result.controllers} replicas"
+              if replicas is not None and result.controllers > replicas else ""),
         colours=[PALETTES["ps"][k] for k in KINDS],
         rects=dict(x0=packed(cols["x0"], "f4"), x1=packed(cols["x1"], "f4"),
                    y0=packed(row - HEIGHT / 2, "f4"), y1=packed(row + HEIGHT / 2, "f4"),
@@ -93,8 +95,8 @@ def _child_text(result: Search, span: Any, sampled: dict) -> str | None:
 
 def rewards_panel(result: Search, baseline: Search | None = None) -> dict[str, Any]:
     """The reward curves' one panel: each replica's mean accuracy per round thin, the mean of
-    the replicas thick, random search at the same budget grey dashed (rounds from 1)."""
-    x = np.arange(1, result.rounds + 1)
+    the replicas thick, random search at the same budget grey dashed (rounds from 0)."""
+    x = np.arange(result.rounds)
     lines = [_line(x, row, REINFORCE + "59", f"replica C{k}", 1.2)
              for k, row in enumerate(result.rewards)]
     lines.append(_line(x, result.curve, REINFORCE, "REINFORCE, mean of the replicas", 3))
@@ -102,7 +104,7 @@ def rewards_panel(result: Search, baseline: Search | None = None) -> dict[str, A
         lines.append(_line(x, baseline.curve, RANDOM, "random search, same budget", 3,
                            dash=True))
     every = max(1, math.ceil(result.rounds / 10))
-    return dict(xlim=[0.6, result.rounds + 0.4], ylim=[0.0, 1.0],
+    return dict(xlim=[-0.4, result.rounds - 0.6], ylim=[0.0, 1.0],
                 xticks=[[int(r), str(int(r))] for r in x[::every]], lines=lines)
 
 

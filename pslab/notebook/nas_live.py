@@ -72,7 +72,7 @@ def plot_curves(result: Search, baseline: Search | None = None) -> Figure:
     search at the same budget grey."""
     fig = Figure(figsize=(CELL_IN, 1.85), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
-    x = np.arange(1, result.rounds + 1)
+    x = np.arange(result.rounds)  # rounds count from 0, as in the hover
     for k, row in enumerate(result.rewards):
         ax.plot(x, row, color="#2E7D32", alpha=0.35, lw=1.2)
     ax.plot(x, result.curve, color="#2E7D32", lw=3, label="REINFORCE, mean of the replicas")

@@ -40,7 +40,7 @@ from .progress import Progress, sweep, table  # a notebook's tools beside its da
 from .controls import CONTROLS, HELP, LR_VALUES, check_settle_delay, dress
 from ..result import Run
 from .explain import why_html
-from .dashboard import TEXT_STYLE, DashboardBase
+from .dashboard import TEXT_STYLE, DashboardBase, count
 from .prefetch import KEYED, key_of
 
 __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "table", "PRESETS", "preset"]
@@ -173,8 +173,18 @@ class Dashboard(DashboardBase):
         """Lines under the numbers that explain a surprise between modes (empty if none)."""
         if self.view.run is None:
             return ""
-        return why_html(self.view.run, self.view.sync_twin(), settings.lr,
-                        settings.slowdown > 1, LR_VALUES, settings.links)
+        run = self.view.run
+        trains = self._sync_trains(settings) if run.mode == "sync" and run.diverged else None
+        return why_html(run, self.view.sync_twin(), settings.lr, settings.slowdown > 1,
+                        LR_VALUES, settings.links, trains)
+
+    def _sync_trains(self, settings: Settings, tries: int = 4) -> float | None:
+        """The largest grid learning rate below `settings.lr` at which sync does not diverge
+        (at most `tries` runs, each cached; None if none of them trains)."""
+        for lr in sorted((v for v in LR_VALUES if v < settings.lr), reverse=True)[:tries]:
+            if not self.view.cache.get(settings.changed(lr=lr), True).diverged:
+                return lr
+        return None
 
     def __repr__(self) -> str:
         return f"Dashboard({self.preset!r}, {self.settings.code()})"
@@ -182,7 +192,7 @@ class Dashboard(DashboardBase):
 
 def changes(n: int) -> str:
     """"1 change", "3 changes": a count said in words."""
-    return f"{n} change" if n == 1 else f"{n} changes"
+    return count(n, "change")
 
 
 def describe(run: Run | None) -> str:
@@ -193,9 +203,9 @@ def describe(run: Run | None) -> str:
     acc = "" if math.isnan(s["final_accuracy"]) else f", test accuracy {s['final_accuracy']:.1%}"
     stale = ("" if s["mode"] == "sync" else f", staleness mean {s['mean_staleness']:.2f} / "
              f"max {s['max_staleness']}")
-    return (f"{s['mode']}, {s['workers']} workers, {s['minibatches']} minibatches: makespan "
+    return (f"{s['mode']}, {count(s['workers'], 'worker')}, {s['minibatches']} minibatches: makespan "
             f"{s['makespan']:.2f} s, {s['updates']} updates, idle {s['idle_time']:.1f} "
-            f"GPU-s ({s['idle_fraction']:.1%}){stale}{acc}")
+            f"GPU-seconds ({s['idle_fraction']:.1%}){stale}{acc}")
 
 
 def dashboard(preset_name: str = "default", **overrides: Any) -> Dashboard:

@@ -9,7 +9,7 @@ the same in every mode (ZeRO's weights are sync's), reached sooner or later. The
 `pslab.notebook.dashboard.DashboardBase`'s; this module says what runs and what is drawn.
 
     from pslab.notebook.zero_dashboard import zero_dashboard
-    zero_dashboard()              # ZeRO-3, 4 workers, 100 kB/s, hidden 64
+    zero_dashboard()              # ZeRO-3, 4 workers, 100 kB/s, hidden 32 (the figures' model)
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from .browser_memory import memory_layout, memory_legend, memory_panel
 from .browser_plots import (CURVES_LAYOUT, curves, timeline_layout, timeline_legend,
                             timeline_panel, timeline_rows)
 from .controls import BANDWIDTHS, _options, check_settle_delay, dress
-from .dashboard import TEXT_STYLE, DashboardBase
+from .dashboard import TEXT_STYLE, DashboardBase, count
 from .dashboard_settings import bytes_per_s
 from .livefigure import nice_ceiling, png_bytes
 from .zero_settings import HIDDENS, MODES, WORKERS, ZeroSettings, model_bytes
@@ -188,7 +188,7 @@ class ZeroDashboard(DashboardBase):
 
     @staticmethod
     def _title(s: ZeroSettings, run: Run) -> str:
-        return (f"{s.mode}, {s.workers} workers, {bytes_per_s(s.bandwidth)} links, model "
+        return (f"{s.mode}, {count(s.workers, 'worker')}, {bytes_per_s(s.bandwidth)} links, model "
                 f"{fmt_bytes(model_bytes(s.hidden))}: makespan {run.makespan:.2f} s for "
                 f"{s.steps} steps (clock only while the sliders move)")
 
@@ -210,7 +210,7 @@ def describe(s: ZeroSettings, run: Run) -> str:
     mem = worker_memory(owner_layout(s.workers, s.hidden), s.workers, s.stage)[0].total
     acc = "" if math.isnan(run.final_accuracy) else (
         f", test accuracy {run.final_accuracy:.1%} (the same weights in every mode)")
-    return (f"{s.mode}, {s.workers} workers: makespan {run.makespan:.2f} s, "
+    return (f"{s.mode}, {count(s.workers, 'worker')}: makespan {run.makespan:.2f} s, "
             f"{fmt_bytes(sent)} sent per worker per step, {fmt_bytes(mem)} of model states "
             f"per GPU{acc}")
 
