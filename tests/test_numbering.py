@@ -1,6 +1,7 @@
 """One numbering a student can follow: workers, shards and NAS replicas are numbered from 0
 everywhere they are shown, as the ranks a student passes are (`kill={1: 5}` kills G1,
 `speeds[2]` is G2's, `Span.worker == 0` is drawn on row G0)."""
+import math
 from pathlib import Path
 
 import matplotlib
@@ -123,36 +124,39 @@ def test_steps_and_rounds_count_from_0_in_hovers_printouts_and_axes():
 
 
 def _named_every(layout: dict, panel: dict) -> int:
-    """browser_figure.js's rule: the canvas grows to `rowpx` a row, the row names shrink to
-    10 px at least, and where still closer than a name, every k-th row is named; this k."""
+    """browser_figure.js's rule: row names shrink to 10 px at least; rows closer than that are
+    named one in k, and a note under the axis says so; this k."""
     L = layout["panels"][0]
-    rows = len(panel["yticks"])
-    height = max(layout["height"], L["top"] + L["bottom"] + rows * L.get("rowpx", 0))
-    spacing = (height - L["top"] - L["bottom"]) / rows
-    font = max(10, min(layout["font"], int(spacing) - 1))
-    return max(1, -(-(font + 1) // max(spacing, 1)))
+    spacing = (layout["height"] - L["top"] - L["bottom"]) / len(panel["yticks"])
+    font = max(10, min(layout["font"], int(spacing)))
+    return max(1, math.ceil(font / max(spacing, 1) - 1e-9))
 
 
 def test_every_timeline_row_is_named_or_a_note_says_which_are_left_out():
-    """At the most rows a control allows, each dashboard's timeline names every row (in 10 px
-    at least); the NAS timeline, which draws 4 replicas of up to 8, says so under its axis."""
+    """Each dashboard's timeline names every row at its starting set-up (the default's 8
+    workers and 2 shards: 10 rows); beyond, one row in k is named and the note under the axis
+    says so
+    (the plot keeps its height, so the controls, numbers and curves stay on one screen); the
+    NAS timeline, which draws 4 replicas of up to 8, says that under its axis too."""
     from pslab.nas.live import Dashboard as NasDashboard
     from pslab.notebook.widgets import Dashboard
     from pslab.notebook.zero_dashboard import ZeroDashboard
 
+    js = (FIGURES.parent / "pslab" / "notebook" / "browser_figure.js").read_text()
+    assert "1 row in ${every} named: a hover names each" in js  # the note where every > 1
     for name in ("default", "000", "001", "002"):
         dash = Dashboard(name, settle_delay=None)
-        dash.set(**dict(workers=16, shards=8) if name != "001" else dict(workers=16))
         fig = dash.figures["timeline"]
         assert _named_every(fig.layout_spec, fig.panels[0]) == 1, name
+        dash.set(workers=16)
+        assert _named_every(fig.layout_spec, fig.panels[0]) > 1  # then the note says so
     zero = ZeroDashboard(settle_delay=None)
-    zero.set(workers=16, mode="sync")
     assert _named_every(zero.figures["timeline"].layout_spec,
                         zero.figures["timeline"].panels[0]) == 1
     nas = NasDashboard(settle_delay=None)
-    nas.set(servers=8, controllers=8, children=4, rounds=2)
     fig = nas.figures["timeline"]
     assert _named_every(fig.layout_spec, fig.panels[0]) == 1
+    nas.set(servers=8, controllers=8, children=4, rounds=2)
     assert fig.panels[0]["note"] == "rows: the first 4 of 8 replicas"
     nas.set(controllers=4)
     assert nas.figures["timeline"].panels[0]["note"] == ""

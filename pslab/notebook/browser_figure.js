@@ -2,7 +2,7 @@
 // details and zoom. The kernel sends plain data (pslab/notebook/browser_plots.py builds it);
 // colours come in that data from pslab/drawing/palette.py, so no colour is written here.
 //   layout_spec: {height, font, panels: [{share, left, right, top, bottom, xlabel, ylabel, ylog,
-//            yinvert, xfmt, yfmt, zoom, rowpx}]}               (changes rarely)
+//            yinvert, xfmt, yfmt, zoom}]}                      (changes rarely)
 //   legend: [{colour, label, line, dash}] (colour null: text only) (changes with the runs shown)
 //   panels: [{xlim, ylim, yticks, colours, rects: {x0, x1, y0, y1, c, widen}, lines: [{x, y,
 //             colour, width, dash, label, hover}], vline, note, hover: {lines, cols, tables}}]
@@ -129,7 +129,7 @@ function render({ model, el }) {
     const want = shown || model.get("panels");
     if (want !== raw) { raw = want; panels = unpack(raw || []); }
     const font = layout.font || 12, dpr = window.devicePixelRatio || 1;
-    const width = root.clientWidth, height = fitRows(layout, panels, font);
+    const width = root.clientWidth, height = layout.height || 150;
     if (!width || !layout.panels) return;
     canvas.width = Math.round(width * dpr);
     canvas.height = Math.round(height * dpr);
@@ -155,18 +155,6 @@ function render({ model, el }) {
     canvas.dataset.source = source;  // "ahead": a kept frame, "kernel": the kernel's answer
     canvas.dataset.key = shownKey || "";  // the control values drawn (none: not keyed)
     canvas.dataset.frame = String(frame);  // what the browser test and bench wait for
-  }
-
-  // a panel with `rowpx` grows until each of its rows has that many pixels: every row keeps
-  // its name (in MIN_FONT px where the rows are close)
-  function fitRows(layout, panels, font) {
-    let height = layout.height || 150;
-    (layout.panels || []).forEach((L, i) => {
-      const p = panels[i];
-      if (L.rowpx && p && p.yticks)
-        height = Math.max(height, L.top + L.bottom + p.yticks.length * L.rowpx);
-    });
-    return height;
   }
 
   function drawLegend(g, legend, font) {
@@ -236,26 +224,38 @@ function render({ model, el }) {
       g.beginPath(); g.moveTo(x, box.bottom); g.lineTo(x, box.bottom + 4); g.stroke();
       g.fillText(text, x, box.bottom + 5 + font / 2);
     }
-    if (L.xlabel) g.fillText(L.xlabel, (box.left + box.right) / 2, box.bottom + 8 + font * 1.5);
     g.textAlign = "right";
     let yticks = p.yticks;
     if (!yticks) {
       const vs = L.ylog ? logTicks(ya, yb) : linearTicks(Math.min(ya, yb), Math.max(ya, yb), 4);
       yticks = vs.map(v => [v, tickText(v, L.yfmt)]);
     }
-    // rows closer than a line of text: their names in a smaller font, down to MIN_FONT (a
-    // panel with `rowpx` is tall enough for that); closer still, every k-th named
+    // rows closer than a line of text: their names in a smaller font, down to MIN_FONT; closer
+    // still, every k-th named, and a note under the axis says so (the plot keeps its height:
+    // the controls, the numbers and the curves stay on one screen at any number of rows)
     const spacing = yticks.length > 1 ? Math.abs(sy(yticks[1][0]) - sy(yticks[0][0])) : font;
-    const rowFont = Math.max(MIN_FONT, Math.min(font, Math.floor(spacing) - 1));
-    const every = Math.max(1, Math.ceil((rowFont + 1) / Math.max(spacing, 1)));
+    const rowFont = Math.max(MIN_FONT, Math.min(font, Math.floor(spacing)));
+    const every = Math.max(1, Math.ceil(rowFont / Math.max(spacing, 1) - 1e-9));
     g.font = `${rowFont}px sans-serif`;
-    if (p.yticks) canvas.dataset.every = String(every);  // 1: every row named (the tests)
     yticks.forEach(([v, text], k) => {
       if (k % every) return;
       const y = sy(v);
       g.fillText(text, box.left - 5, y);
     });
     g.font = `${font}px sans-serif`;
+    g.textAlign = "center";
+    const notes = [p.note, every > 1 && p.yticks ? `1 row in ${every} named: a hover names each`
+                                                 : ""].filter(Boolean);
+    // the axis name centred, or at the right where a note takes the left (zoomed: the hint)
+    if (L.xlabel && !(notes.length && L.zoom && zoomed(p, xl))) {
+      if (notes.length) g.textAlign = "right";
+      g.fillText(L.xlabel, notes.length ? box.right : (box.left + box.right) / 2,
+                 box.bottom + 8 + font * 1.5);
+    }
+    if (p.yticks) {  // what the tests read: every row named, or the note that says which
+      canvas.dataset.every = String(every);
+      canvas.dataset.note = notes.join("; ");
+    }
     if (L.ylabel) {
       const x = box.left - L.left + font * 0.8;  // the panel's own left edge
       g.save(); g.translate(x, (box.top + box.bottom) / 2); g.rotate(-Math.PI / 2);
@@ -266,9 +266,9 @@ function render({ model, el }) {
       g.textAlign = "right"; g.fillStyle = "#2E5FA8";
       g.fillText("zoomed (double-click: all)", box.right, box.bottom + 8 + font * 1.5);
     }
-    if (p.note) {  // e.g. rows left out: said under the axis at the left, on screen with them
+    if (notes.length) {  // rows left out or unnamed: said under the axis at the left
       g.textAlign = "left"; g.fillStyle = "#000";
-      g.fillText(p.note, box.left - L.left + 4, box.bottom + 8 + font * 1.5);
+      g.fillText(notes.join("; "), box.left - L.left + 4, box.bottom + 8 + font * 1.5);
     }
     const inverse = px => xl[0] + (px - box.left) / (box.right - box.left) * (xl[1] - xl[0]);
     return { box, sx, sy, inverse, p, L };

@@ -24,10 +24,10 @@ from .livefigure import nice_ceiling
 
 FONT = 12  # px: every text of the live plots (>= 10 px on a projector, tests/test_legible.py)
 # heights: the controls, the numbers, the lines that explain them, the timeline and the loss
-# curve on one screen at 1024x768 (about 500 px of notebook); a timeline with more rows than
-# fit ROW_PX apart grows (browser_figure.js), so every row keeps its name (>= 10 px)
-TIMELINE_PX, CURVES_PX, SIDE_PX, ROW_PX = 160, 130, 224, 11  # ROW_PX: a 10-px name and 1 px
-BOTTOM = 34  # px under an axis: its ticks and its name
+# curve on one screen at 1024x768 (about 500 px of notebook) at any number of rows: rows too
+# close for their names in 10 px are named one in k, and a note under the axis says so
+TIMELINE_PX, CURVES_PX, SIDE_PX = 164, 124, 224
+BOTTOM = 32  # px under an axis: its ticks and its name
 DIGITS = 4  # decimals of the virtual seconds sent (a pixel is ~0.1 s on a 100-s run)
 WHY = [NOTES[n] for n in NOTES]  # hover's "why it waited", by code
 NOTE_CODE = {n: i for i, n in enumerate(NOTES)}  # no note: -1, and the hover line is left out
@@ -53,8 +53,8 @@ def plain_row(label: str) -> str:
 def timeline_layout(palette: str) -> dict[str, Any]:
     left = 64 if palette == "accumulation" else 124  # px of row labels (shard rows are long)
     return {"height": TIMELINE_PX, "font": FONT, "panels": [dict(
-        share=1.0, left=left, right=10, top=26, bottom=BOTTOM, xlabel="virtual time (s)",
-        yinvert=True, zoom=True, rowpx=ROW_PX)]}
+        share=1.0, left=left, right=10, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
+        yinvert=True, zoom=True)]}
 
 
 def timeline_legend(palette: str, runs: Sequence[Run] = ()) -> list[dict[str, Any]]:
@@ -136,9 +136,9 @@ def timeline_rows(run: Run, palette: str, shard_label: Any) -> list[str]:
 
 
 CURVES_LAYOUT = {"height": CURVES_PX, "font": FONT, "panels": [
-    dict(share=0.5, left=58, right=12, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
+    dict(share=0.5, left=58, right=12, top=22, bottom=BOTTOM, xlabel="virtual time (s)",
          ylabel="training loss (log)", ylog=True, xname="time (s)", yname="loss"),
-    dict(share=0.5, left=58, right=12, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
+    dict(share=0.5, left=58, right=12, top=22, bottom=BOTTOM, xlabel="virtual time (s)",
          ylabel="test accuracy", yfmt="pct", xname="time (s)", yname="test accuracy")]}
 
 

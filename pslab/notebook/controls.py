@@ -81,7 +81,7 @@ def dress(name: str, control: W.ValueWidget, tooltip: str) -> W.ValueWidget:
     control.continuous_update = True
     control.style = {"description_width": "88px"}
     control.layout = W.Layout(width="auto", min_width="240px", max_width="380px",
-                              height="24px", margin="0 2px")
+                              height="23px", margin="0 2px")
     control.tooltip = tooltip
     control.add_class(f"pslab-{name}")
     return control

@@ -107,8 +107,9 @@ class DashboardBase(Ahead):
             fig.layout.flex = "1 1 480px"
         plots = W.HBox(main, layout=W.Layout(flex_flow="row wrap", width="100%",
                                              align_items="flex-start"))
+        # (a slider's 28-px inner row overflows its 23-px box by a few px: padded in)
         return W.VBox([columns, texts, plots, *extra, self.code],
-                      layout=W.Layout(width="100%", max_width="1200px"))
+                      layout=W.Layout(width="100%", max_width="1200px", padding="3px 0 0 0"))
 
     # ---- hooks ------------------------------------------------------------------------------
     @property

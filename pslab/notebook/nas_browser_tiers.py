@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..drawing.palette import PALETTES
-from .browser_plots import BOTTOM, FONT, ROW_PX, packed
+from .browser_plots import BOTTOM, FONT, packed
 from .livefigure import nice_ceiling
 from ..nas.search import Search
 from ..nas.space import describe
@@ -25,12 +25,12 @@ from ..drawing.nas_tiers_plot import HEIGHT, NAMES, placed, rows
 KINDS = list(NAMES)  # fetch, push, update, compute, idle: a block's kind code
 # matplotlib's z-order: the updates (zorder 3) over the rest, which are drawn in NAMES' order
 DRAW_ORDER = {k: (1 if k == "update" else 0, i) for i, k in enumerate(KINDS)}
-TIERS_PX, REWARDS_PX = 160, 130  # heights: controls, timeline and curve on one 1024x768 screen
+TIERS_PX, REWARDS_PX = 180, 124  # heights: controls, timeline and curve on one 1024x768 screen
 REINFORCE, RANDOM, SEPARATOR = "#2E7D32", "#737373", "#595959"
 
 TIERS_LAYOUT = {"height": TIERS_PX, "font": FONT, "panels": [dict(
-    share=1.0, left=52, right=10, top=26, bottom=BOTTOM, xlabel="virtual time (s)",
-    yinvert=True, zoom=True, rowpx=ROW_PX)]}
+    share=1.0, left=52, right=10, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
+    yinvert=True, zoom=True)]}
 TIERS_LEGEND = [{"colour": PALETTES["ps"][k], "label": v} for k, v in NAMES.items()]
 REWARDS_LAYOUT = {"height": REWARDS_PX, "font": FONT, "panels": [dict(
     share=1.0, left=58, right=12, top=24, bottom=BOTTOM, xlabel="round",
