@@ -100,7 +100,7 @@ def test_steps_and_rounds_count_from_0_in_hovers_printouts_and_axes():
     import json
     import re
 
-    from pslab.nas.browser_tiers import rewards_panel, tiers_panel
+    from pslab.notebook.nas_browser_tiers import rewards_panel, tiers_panel
     from pslab.nas.search import search
     from pslab.notebook.browser_plots import column
     from pslab.notebook.widgets import Dashboard
@@ -138,7 +138,7 @@ def test_every_timeline_row_is_named_or_a_note_says_which_are_left_out():
     says so
     (the plot keeps its height, so the controls, numbers and curves stay on one screen); the
     NAS timeline, which draws 4 replicas of up to 8, says that under its axis too."""
-    from pslab.nas.live import Dashboard as NasDashboard
+    from pslab.notebook.nas_live import Dashboard as NasDashboard
     from pslab.notebook.widgets import Dashboard
     from pslab.notebook.zero_dashboard import ZeroDashboard
 
