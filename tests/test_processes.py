@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -240,8 +239,10 @@ def test_children_die_with_their_launcher(tmp_path):
     script = ("import pslab\nif __name__ == '__main__':\n"
               "    pslab.train(steps=100000, backend='processes', time_scale=0.01)\n")
     (tmp_path / "launcher.py").write_text(script)
-    meeting_folders = set(Path(tempfile.gettempdir()).glob("pslab-run-*"))
-    launcher = subprocess.Popen([sys.executable, str(tmp_path / "launcher.py")])
+    private = tmp_path / "tmp"  # its temporary folder: others' runs put theirs in /tmp meanwhile
+    private.mkdir()
+    launcher = subprocess.Popen([sys.executable, str(tmp_path / "launcher.py")],
+                                env=dict(os.environ, TMPDIR=str(private)))
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
@@ -259,7 +260,7 @@ def test_children_die_with_their_launcher(tmp_path):
             time.sleep(0.1)
         assert [p for p in everything if alive(p)] == []  # the forkserver went too
         # the killed launcher could not remove its private meeting folder: its children did
-        assert set(Path(tempfile.gettempdir()).glob("pslab-run-*")) <= meeting_folders
+        assert list(private.glob("pslab-run-*")) == []
     finally:
         launcher.kill()
         launcher.wait(10)
