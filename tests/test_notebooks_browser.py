@@ -559,7 +559,7 @@ def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presente
         # figures 000, 001, 002, the NAS dashboard of 003, pipelines (08) and 07's ZeRO one
         assert count == 6
         assert driver.execute_script("return document.querySelectorAll('.pslab-dashboard "
-                                     ".pslab-memory canvas').length;") == 1, "no ZeRO dashboard"
+                                     ".pslab-hidden').length;") == 1, "no ZeRO dashboard"
         text = driver.execute_script("return document.body.innerText;")
         for code in ("pw.dashboard", "import ", "replay.figure", ".check(", "quiz"):
             assert code not in text, f"the presenter view shows code or exercises: {code!r}"

@@ -26,7 +26,7 @@ FONT = 12  # px: every text of the live plots (>= 10 px on a projector, tests/te
 # heights: the controls, the numbers, the lines that explain them, the timeline and the loss
 # curve on one screen at 1024x768 (about 500 px of notebook) at any number of rows: rows too
 # close for their names in 10 px are named one in k, and a note under the axis says so
-TIMELINE_PX, CURVES_PX, SIDE_PX = 164, 124, 224
+TIMELINE_PX, CURVES_PX, SIDE_PX = 156, 112, 224
 BOTTOM = 32  # px under an axis: its ticks and its name
 DIGITS = 4  # decimals of the virtual seconds sent (a pixel is ~0.1 s on a 100-s run)
 WHY = [NOTES[n] for n in NOTES]  # hover's "why it waited", by code

@@ -68,12 +68,11 @@ def later_causes(run: Run, sync: Run, straggler: bool, links: str = "duplex") ->
     shards = len(run.shard_bytes)
     causes = []
     if straggler:
-        causes.append("no mode ends before the slow G0 has made all its steps")
+        causes.append("nothing ends before the slow G0 is done")
     busy, sync_busy = (total(r.timeline, "update") / max(shards, 1) for r in (run, sync))
     if run.updates > sync.updates and busy > sync_busy:
-        causes.append(f"it applies its {run.updates} pushes one at a time where sync applies "
-                      f"{sync.updates} averaged updates, so each shard is busy updating "
-                      f"{busy:.1f} s (sync {sync_busy:.1f} s)")
+        causes.append(f"its {run.updates} pushes are {run.updates} updates (sync: "
+                      f"{sync.updates}), {busy:.1f} s of updating a shard (sync {sync_busy:.1f})")
     if run.queue_time > sync.queue_time:
         where = (f"at the {_shards(shards)}, whose links carry one transfer at a time: a push "
                  f"waits for the others' fetches" if links == "one-at-a-time" else
