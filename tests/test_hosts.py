@@ -72,6 +72,20 @@ def test_forked_ranks_write_a_relative_run_folder_where_the_caller_is(tmp_path, 
     assert leftovers(own_prefix()) == []
 
 
+def test_a_forked_ranks_log_is_never_written_through_a_planted_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "rank1.out").symlink_to(victim)  # planted in a shared --out before the run
+    with Hosts(2, bandwidth=50e6) as hosts:
+        with pytest.raises(OSError, match="rank1.out: cannot open the rank's log"):
+            torchrun_across(hosts, out, shards=1, steps=2, launcher="fork")
+        wait_all(hosts.procs, 60)
+    assert victim.read_text() == "untouched\n"
+    assert leftovers(own_prefix()) == []
+
+
 def test_a_process_that_enters_a_host_sees_only_that_hosts_network():
     code = ("import socket, sys\nfrom pslab.processes.hosts_fork import enter\n"
             "enter(sys.argv[1])\nprint(sorted(n for _, n in socket.if_nameindex()))\n"

@@ -38,6 +38,16 @@ def enter(namespace: str) -> None:
         os.close(fd)
 
 
+def open_log(log: str) -> int:
+    """The rank's log, opened for appending; never through a link (a link planted at the path
+    in a shared folder would send the rank's output into its target)."""
+    try:
+        return os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    except OSError as e:
+        raise OSError(e.errno, f"{log}: cannot open the rank's log ({e.strerror}; "
+                               "a link there is never followed)") from None
+
+
 def _rank(namespace: str, env: dict[str, str], argv: list[str], log: str, caller: int) -> None:
     """A forked rank's life: its own session (stopped whole, like a Popen'd one), its host's
     network, its output to `log`, gone with the caller, then the rank as torchrun runs it."""
@@ -45,7 +55,7 @@ def _rank(namespace: str, env: dict[str, str], argv: list[str], log: str, caller
     from .torchrun import run_rank
 
     os.setsid()
-    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    out = open_log(log)
     os.dup2(out, 1)  # first: a failure to enter the host is in the log too
     os.dup2(out, 2)
     os.close(out)
@@ -92,6 +102,7 @@ def fork_rank(namespace: str, env: dict[str, str], argv: Sequence[str], log: str
     from .launcher import main_module_hidden
     from .starter import context
 
+    os.close(open_log(log))  # here first: a planted link is refused in the caller, by name
     p = context().Process(target=_rank, args=(namespace, env, list(argv), log, os.getpid()),
                     name=f"pslab-host-{namespace}", daemon=True)
     with main_module_hidden():
