@@ -161,7 +161,7 @@ def single_thread() -> Iterator[None]:
     """Run torch on one thread inside the block.
 
     The digits MLP is tiny: on a busy 2-core machine one thread trains it ~10x faster than the
-    default (one per core), and the numbers no longer depend on how many cores the machine has
+    default (one per core), and the numbers do not depend on how many cores the machine has
     (matmul reductions split by thread change the last bits), so a seed gives the same run
     everywhere and notebook outputs compare exactly.
     """

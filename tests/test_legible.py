@@ -117,6 +117,9 @@ CELLS = {
                           '"measured on 5 processes, seconds"))'): ["sim, run"],
     ("06_real_processes", 'plot.compare(sync, asyn, labels=("sync, straggler G2", "async, '
                           'straggler G2"), stacked=True)'): ["straggler"],
+    ("06_real_processes", "from pslab.drawing.network_plot import errors_plot\n\nerrors_plot("
+                          "comparison)  # each case's error against bits the link carries per "
+                          "compute"): ["comparison"],
     ("present", 'sync, asyn = replay.figure000()\nplot.compare(sync, asyn, labels=("(a) '
                 'synchronous", "(b) asynchronous"), stacked=True)'): [],
     ("present", 'every, acc = replay.figure001()\nplot.compare(every, acc, labels=("(a) update '
@@ -126,6 +129,7 @@ CELLS = {
 }
 SETUP["run002"] = lambda: {"run": replay.figure002()}
 SETUP["pipeline"] = lambda: _pipeline_setup()
+SETUP["comparison"] = lambda: {"comparison": processes.load_comparison()}
 
 
 def _pipeline_setup() -> dict:

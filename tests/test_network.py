@@ -1,4 +1,4 @@
-"""Measured vs simulated across hosts (issue 21): the transfers="wire" mode (a transfer takes what
+"""Measured vs simulated across hosts: the transfers="wire" mode (a transfer takes what
 the network takes, not the timing model's time), a link's calibration, and the comparison table.
 The parts that need network namespaces are root only and skip with the reason elsewhere."""
 import json

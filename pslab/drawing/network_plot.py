@@ -4,7 +4,10 @@ mode, the goal's bands (3 % and 8 %) shaded. Cases on the left are network-bound
 slow beside the compute), on the right compute-bound."""
 from __future__ import annotations
 
+import textwrap
 from typing import Any
+
+from .sizes import CELL_IN, MIN_PT
 
 MARKERS = {"sync": "o", "async": "s", "ssp:1": "^", "backup:1": "v", "allreduce": "D",
            "zero3": "P"}
@@ -14,9 +17,10 @@ def errors_plot(comparison: Any, ax=None):
     """The figure of a `pslab.processes.Comparison` read from a bench file (its label as the
     title's second line). Returns the matplotlib Figure (not registered with pyplot)."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     if ax is None:  # no pyplot: the figure shows once, as the value of a notebook cell
-        ax = Figure(figsize=(8, 4.2)).subplots()
+        ax = Figure(figsize=(CELL_IN, 4.6)).subplots()  # a cell wide: its text at its own size
     cases = [c for c in comparison.cases if "bandwidth" in c]
     ax.axhspan(-8, 8, color="0.93", zorder=0, label="goal: worst 8 %")
     ax.axhspan(-3, 3, color="0.85", zorder=0, label="3 % (the median's goal)")
@@ -27,10 +31,12 @@ def errors_plot(comparison: Any, ax=None):
                        [100 * c["error"] for c in mine], marker=marker, label=mode, zorder=2)
     ax.axhline(0, color="0.4", lw=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("bandwidth x compute (bits the link carries during one minibatch's compute)")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels collide
+    ax.set_xlabel("bandwidth x compute\n(bits the link carries during one minibatch's compute)")
     ax.set_ylabel("error of the step time (%)\n(simulated / measured - 1)")
-    ax.set_title(f"measured across hosts vs simulated, {len(cases)} cases\n{comparison.label}",
-                 fontsize=9)
-    ax.legend(fontsize=8, ncol=2, loc="best")
+    label = "\n".join(textwrap.wrap(comparison.label, 95))  # the long label within the cell
+    ax.set_title(f"measured across hosts vs simulated, {len(cases)} cases\n{label}",
+                 fontsize=MIN_PT)
+    ax.legend(fontsize=MIN_PT, ncol=2, loc="best")
     ax.figure.tight_layout()
     return ax.figure

@@ -243,7 +243,7 @@ class TimelinePlot:
 
 def _rectangles(x0: np.ndarray, x1: np.ndarray, y0: np.ndarray, y1: np.ndarray) -> Path:
     """All the blocks of one kind as one compound path: one Path object instead of thousands
-    (building a Path per block was 90 % of the update time)."""
+    (a Path per block would dominate the update time)."""
     verts = np.stack([np.stack(p, axis=-1) for p in
                       ((x0, y0), (x0, y1), (x1, y1), (x1, y0), (x0, y0))], axis=1)
     return Path(verts.reshape(-1, 2), np.tile(_CODES, len(x0)))

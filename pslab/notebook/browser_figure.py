@@ -1,7 +1,7 @@
 """A live plot drawn by the browser: the dashboards' timeline, curves and side panel.
 
-A slider step used to redraw a whole matplotlib PNG in the kernel (100-200 ms, two thirds of
-it drawing and encoding). `BrowserFigure` sends the plot's data instead (a few kB of numbers:
+A whole matplotlib PNG redrawn in the kernel would take 100-200 ms a slider step, two thirds
+of it drawing and encoding. `BrowserFigure` sends the plot's data instead (a few kB of numbers:
 block edges, colours, row names, line points) and a small canvas renderer in the browser
 (browser_figure.js, an anywidget module: no JupyterLab extension to build) draws it in a few
 milliseconds, shows a block's details on hover and zooms a busy region (drag, wheel;

@@ -1,9 +1,9 @@
 """The timeline one slider step away, drawn before the key is pressed.
 
-A key press on a slider used to wait for the kernel's answer: the comm message through the
-Jupyter server, the clock re-run, the timeline's data back (25-60 ms on this 2-core machine,
-most of it in the hops, not in the work). After each step and when the dashboard settles,
-the kernel now computes the timelines of the neighbouring values (one step either way on each
+A key press that waited for the kernel's answer would wait for the comm message through the
+Jupyter server, the clock re-run and the timeline's data back (25-60 ms on a 2-core machine,
+most of it in the hops, not in the work). So after each step and when the dashboard settles,
+the kernel computes the timelines of the neighbouring values (one step either way on each
 control that changes the clock; after a step, two steps on the way the control moved first: a
 held key goes there next) with the same code as a slider step, one per turn of its event loop,
 and sends each to the browser once, keyed by the controls' values. The browser

@@ -1,4 +1,4 @@
-"""A link measured, and the timing model it gives (issue 21): `Cluster(latency, bandwidth)` taken
+"""A link measured, and the timing model it gives: `Cluster(latency, bandwidth)` taken
 from the wire, not typed in, before a simulated run is compared with a measured one.
 
 `calibrate(bandwidth)` makes two hosts — host 0 behind a link shaped to `bandwidth` bits per

@@ -1,6 +1,7 @@
 """Start the processes of a run from Python (a notebook kernel), watch them, always clean up.
 
-The launcher owns the meeting point (a TCPStore on a free port it picks, port 0), starts S + W
+The launcher owns the meeting point (on loopback a FileStore in its private folder, no socket;
+on a network address a TCPStore there), starts S + W
 processes flat (forkserver with torch preloaded: fast, and safe after torch already ran in the
 kernel, where fork can deadlock), and reads each one's reports from its own pipe as they come.
 It decides what a death means: a shard's always stops the run; a worker's stops a mode that

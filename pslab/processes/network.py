@@ -1,4 +1,4 @@
-"""Measured across hosts vs simulated (issue 21): how far figure 000's and 001's timelines, and
+"""Measured across hosts vs simulated: how far figure 000's and 001's timelines, and
 the shards sweep, are from real processes on shaped links.
 
 Each case runs twice with one timing model. Measured: one process per host (shards on their own
