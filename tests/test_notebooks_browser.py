@@ -408,6 +408,17 @@ def _switch_mode_to_diverge(driver, dash_css: str, name: str) -> str:
         for _ in range(16):  # past the top: the slider stops there
             lr[0].send_keys(Keys.ARROW_RIGHT)
         _wait(driver, STATUS_READY, timeout=120, what=f"{name}: ready at the largest lr")
+    if not driver.find_elements(By.CSS_SELECTOR, f"{dash_css} .pslab-mode select"):
+        # a pipeline dashboard (08): no update mode and no learning rate to diverge with; its
+        # schedule is the switch, and the page must still fit with the new schedule's numbers
+        select = Select(driver.find_element(By.CSS_SELECTOR, f"{dash_css} .pslab-schedule "
+                                                             "select"))
+        now = select.first_selected_option.get_attribute("value")
+        select.select_by_value(next(o.get_attribute("value") for o in select.options
+                                    if o.get_attribute("value") != now))
+        _wait(driver, STATUS_READY, timeout=120, what=f"{name}: ready after a new schedule")
+        return driver.execute_script(f"return document.querySelector('{dash_css} "
+                                     ".pslab-numbers').innerText;")
     select = Select(driver.find_element(By.CSS_SELECTOR, f"{dash_css} .pslab-mode select"))
     options = [o.get_attribute("value") for o in select.options]
     now = select.first_selected_option.get_attribute("value")
