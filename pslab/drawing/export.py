@@ -6,7 +6,6 @@ straight into a LaTeX deck. The document compiles on its own: the style is inlin
 """
 from __future__ import annotations
 
-import math
 from os import PathLike
 from pathlib import Path
 from typing import Sequence
@@ -16,7 +15,7 @@ from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
 from ..nas.search import Search
 from ..result import Run, as_runs
-from .tex import escape as _esc, style_preamble  # _esc: nas/tikz.py's too
+from .tex import coordinate as _num, escape as _esc, round_ticks as _ticks, style_preamble
 from ..files import write_atomic
 
 ROW = 0.55  # cm per timeline row
@@ -24,22 +23,10 @@ WIDEST = 500.0  # cm: TeX's largest dimension is 575 cm (16383 pt)
 CHAR_CM = 0.13  # width of one \tiny character (generous), to decide which blocks get a label
 
 
-def _num(x: float) -> str:
-    return f"{x:.4f}".rstrip("0").rstrip(".") or "0"
-
-
 def _shard_label(run: Run, s: int) -> str:
     names = ", ".join(f"${n}$" for n in run.shards[s]) if s < len(run.shards) else ""
     head = "server" if len(run.shard_bytes) == 1 else f"S{s}"
     return f"{head} \\{{{names}\\}}"
-
-
-def _ticks(right: float) -> list[float]:
-    """About five round tick values in [0, right]."""
-    raw = right / 5 or 1.0
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    return [i * step for i in range(int(right / step + 1e-9) + 1)]
 
 
 def _title(run: Run, label: str | None, column: bool) -> str:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .export import _esc, _num, _ticks
-from .tex import style_preamble
+from .tex import coordinate as _num, escape as _esc, round_ticks as _ticks, style_preamble
 from ..nas.search import Search
 from .nas_tiers_plot import NAMES, blocks, rows
 from ..files import write_atomic

@@ -9,6 +9,7 @@ error must never hang a test or a notebook) and converts the PDF to SVG for the 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import subprocess
@@ -30,6 +31,19 @@ def escape(text: str) -> str:
     """`text` as TeX typesets it literally (a label a student types: `lr 10^-3`,
     `C:\\runs\\new`): its special characters \\ { } $ & # ^ _ ~ % escaped."""
     return "".join(_SPECIAL.get(c, c) for c in text)
+
+
+def coordinate(x: float) -> str:
+    """A TikZ coordinate: at most four decimals, no trailing zeros."""
+    return f"{x:.4f}".rstrip("0").rstrip(".") or "0"
+
+
+def round_ticks(right: float) -> list[float]:
+    """About five round tick values in [0, right] (a TikZ time axis)."""
+    raw = right / 5 or 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    return [i * step for i in range(int(right / step + 1e-9) + 1)]
 
 
 def style_preamble() -> str:
