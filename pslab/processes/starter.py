@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing as mp
+import os
 import subprocess
 import sys
 import threading
@@ -71,6 +72,12 @@ def _spawn_in_own_group(path: str, args: list[str], passfds: Any) -> int:
     its pid), the new process in a process group of its own."""
     group = dict(process_group=0) if sys.version_info >= (3, 11) else \
         dict(start_new_session=True)
+    # a notebook kernel shows whatever its child processes write in the cell that runs at that
+    # moment: the helpers' own output (an import's warning, a fork's error) belongs to no cell,
+    # and every error that matters reaches the caller (a failed fork, a run's reports), as with
+    # the processes themselves (child.quiet); PSLAB_PROCESS_OUTPUT=1 keeps it
+    if os.environ.get("PSLAB_PROCESS_OUTPUT") != "1":
+        group.update(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     p = subprocess.Popen(args, executable=path, pass_fds=tuple(sorted(map(int, passfds))),
                          close_fds=True, restore_signals=False, **group)
     _servers.append(p)
