@@ -124,8 +124,8 @@ class Cluster:
                 f"({workers}, {minibatches}) (got {self.durations.shape})")
 
     def compute_durations(self, workers: int, minibatches: int, seed: int) -> np.ndarray:
-        """Seconds of every minibatch: an array of shape (workers, minibatches)."""
-        self.check(workers, minibatches)
+        """Seconds of every minibatch: an array of shape (workers, minibatches), for a shape
+        the entry (`Settings`, `SearchSettings`) has already passed through `check`."""
         if self.durations is not None:
             return self.durations.copy()
         speeds = np.ones(workers) if self.speeds is None else self.speeds

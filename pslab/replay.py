@@ -17,7 +17,7 @@ from .result import Run
 from .training import train
 
 if TYPE_CHECKING:  # pslab.nas loads on first use
-    from .nas.search import Search
+    from .nas.result import Search
 
 # Figure 001's blocks, GPU0..GPU3 x (step 1, step 2), in units of 1.2em of the seed's TikZ.
 FIGURE001_DURATIONS = [[2.8, 3.7], [4.0, 2.8], [3.2, 3.2], [3.0, 4.0]]
@@ -61,7 +61,7 @@ def figure002(seed: int = 0) -> Run:
 def figure003(seed: int = 0) -> "Search":
     """Figure 003 live: S = 2 server shards, K = 3 controller replicas, m = 2 children each, 10
     rounds of NAS by REINFORCE (a `pslab.nas.Search`; draw it with `pslab.plot.plot_figure`)."""
-    from .nas.search import search  # loaded on first use: `import pslab` stays light
+    from .nas.front import search  # loaded on first use: `import pslab` stays light
 
     return search(servers=2, controllers=3, children=2, rounds=10, seed=seed)
 

@@ -34,6 +34,24 @@ COLLECTIVE_WORKERS = (2, 16)  # FSDP2 and DDP on processes: one process per work
 COLLECTIVE_OPTIONS = ("timeout", "kill", "hang")
 
 
+# The rules of a setting that another entry takes too (`pslab.nas.search`): written once here.
+def check_seed(value: Any) -> int:
+    """A seed: an integer a torch.Generator takes (0 to 2**64 - 1)."""
+    return integer("seed", value, low=0, high=2**64 - 1)
+
+
+def check_batch(value: Any) -> int:
+    """Rows per minibatch: 1 to the digits' training rows."""
+    return integer("batch", value, high=dataset_size())
+
+
+def check_cluster(value: Any) -> Cluster | None:
+    """A timing model: a `pslab.Cluster`, or None for the entry's default."""
+    if value is not None and not isinstance(value, Cluster):
+        raise ValueError(f"cluster must be a pslab.Cluster (got {type(value).__name__})")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a run is made from (what `pslab.train` takes, less how to show and save it).
@@ -66,15 +84,14 @@ class Settings:
         for name in ("workers", "accumulate"):
             put(self, name, integer(name, getattr(self, name)))
         put(self, "lr", number("lr", self.lr, positive=True))
-        put(self, "batch", integer("batch", self.batch, high=dataset_size()))
+        put(self, "batch", check_batch(self.batch))
         for name in ("steps", "hidden"):
             put(self, name, integer(name, getattr(self, name)))
-        put(self, "seed", integer("seed", self.seed, low=0, high=2**64 - 1))  # torch.Generator's
+        put(self, "seed", check_seed(self.seed))
         self.mode.check(self.workers, self.steps)
         for name in ("numerics", "staleness_lr"):
             put(self, name, flag(name, getattr(self, name)))
-        if self.cluster is not None and not isinstance(self.cluster, Cluster):
-            raise ValueError(f"cluster must be a pslab.Cluster (got {type(self.cluster).__name__})")
+        check_cluster(self.cluster)
         make_layout(self.shards, self.hidden)  # the shards rule, even where ZeRO replaces it
         self.timing.check(self.workers, self.steps * self.accumulate)
         layout = self.layout

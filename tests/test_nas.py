@@ -253,7 +253,7 @@ def test_search_and_random_search_take_the_same_arguments():
         {k: p.default for k, p in inspect.signature(nas.random_search).parameters.items()}
     kw = dict(servers=3, controllers=2, children=2, rounds=2, seed=1, lr=2.0, mode="sync",
               numerics=False, cube=True, decay=0.5, policy="lstm")
-    assert nas.random_search(**kw).config["servers"] == nas.search(**kw).config["servers"] == 3
+    assert nas.random_search(**kw).settings.servers == nas.search(**kw).settings.servers == 3
     with pytest.raises(ValueError, match="mode"):  # checked the same way too
         nas.random_search(mode="bogus")
 
@@ -267,4 +267,4 @@ def test_random_search_is_uniform_whatever_controller_it_stands_beside():
                dict(policy="lstm")):
         other = pslab.nas.random_search(seed=0, rounds=2, **kw)
         assert other.samples == base.samples and other.timeline == base.timeline, kw
-        assert all(other.config[k] == v for k, v in kw.items())
+        assert all(getattr(other.settings, k) == v for k, v in kw.items())

@@ -100,7 +100,7 @@ def test_replay_figure003_repeats_exactly():
 
 def test_dashboard_timeline_follows_the_sliders_and_settles():
     dash = Dashboard(settle_delay=None, rounds=3)
-    assert dash.errors == [] and dash.result.config["numerics"]
+    assert dash.errors == [] and dash.result.settings.numerics
     before = dash.figures["timeline"].panels
     sends = dash.figures["timeline"].sends
     dash.set(controllers=4)
@@ -181,7 +181,7 @@ def test_nas_dashboard_text_reads_at_10_px_in_a_590_px_cell():
 
 def test_nas_dashboard_explains_async_ending_later_than_sync_only_when_it_does():
     from pslab.notebook.nas_live import Dashboard
-    from pslab.nas.search import search
+    from pslab.nas import search
 
     dash = Dashboard(settle_delay=None, rounds=3)  # async 13.2 s, sync 11.8 s here
     sync = search(seed=dash.seed, numerics=True, **dict(dash.settings, mode="sync"))

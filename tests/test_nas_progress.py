@@ -10,7 +10,7 @@ import pytest
 
 from pslab import nas
 from pslab.nas import child
-from pslab.nas.search import BAR_FROM
+from pslab.nas.front import BAR_FROM
 
 
 def test_a_bar_shows_from_a_fixed_size_on_or_when_asked(capsys):

@@ -101,7 +101,7 @@ def test_steps_and_rounds_count_from_0_in_hovers_printouts_and_axes():
     import re
 
     from pslab.notebook.nas_browser_tiers import rewards_panel, tiers_panel
-    from pslab.nas.search import search
+    from pslab.nas import search
     from pslab.notebook.browser_plots import column
     from pslab.notebook.widgets import Dashboard
 

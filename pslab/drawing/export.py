@@ -13,7 +13,7 @@ from typing import Sequence
 from ..checks import flag, number, run_labels
 from .palette import LABELS, PALETTES, TEX_PREFIX
 from .timeline_plot import SHORT, numbers_line, worker_label
-from ..nas.search import Search
+from ..nas.result import Search
 from ..result import Run, as_runs
 from .tex import coordinate as _num, escape as _esc, round_ticks as _ticks, style_preamble
 from ..files import write_atomic

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from ..nas.compare import Duel, round_best
 from ..nas.scale import server_busy
-from ..nas.search import Search
+from ..nas.result import Search
 from .sizes import CELL_IN
 
 

@@ -18,7 +18,7 @@ from matplotlib.patches import FancyBboxPatch
 from .dataflow_plot import _arrow, fmt_bytes
 from .palette import ROLES
 from .sizes import CELL_IN, LESSON_PT
-from ..nas.search import Search
+from ..nas.result import Search
 
 FONT = LESSON_PT  # box text: 12 px in a 590-px notebook cell, as the dashboards (pslab.drawing.sizes)
 SMALL = LESSON_PT  # edge labels: they carry the lesson too
@@ -90,7 +90,7 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
                  f"Server {s}\n{_plural(result.layout.keys(s), 'key')} of Θ")
     ax.add_patch(FancyBboxPatch((2.0, y_srv - 0.55), 9.0, 1.1, boxstyle="round,pad=0.02",
                                 fill=False, linestyle="--", edgecolor="0.4"))
-    mode = "async" if result.config["mode"] == "async" else "sync rounds"
+    mode = "async" if result.settings.mode == "async" else "sync rounds"
     # over the servers' box, not beside it: the diagram keeps a cell's width
     ax.text(6.5, y_srv + 0.62, f"S = {result.servers} shards hold Θ ({result.layout.size} keys): "
             f"{len(result.history)} updates ({mode})", ha="center", va="bottom", fontsize=SMALL)
@@ -147,7 +147,7 @@ def _plural(n: int, word: str) -> str:
 def _title(result: Search) -> str:
     head = (f"Figure 003: S = {result.servers} servers, K = {result.controllers} controller "
             f"replicas, m = {result.children} children each, {result.rounds} rounds")
-    if not result.config["numerics"]:
+    if not result.settings.numerics:
         return head + f" (timing only): makespan {result.makespan:.0f} s"
     best = result.best[0]
     return (head + f"\n{len(result.samples)} children trained, mean R {result.curve[0]:.0%} "

@@ -21,7 +21,7 @@ from .palette import PALETTES
 from .sizes import CELL_IN, MIN_PT
 from ..timeline import Span
 from ..nas.scale import server_busy
-from ..nas.search import Search
+from ..nas.result import Search
 
 NAMES = {"fetch": "Θ pull", "push": "gradient push", "update": "update of Θ",
          "compute": "child training", "idle": "waiting"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .tex import coordinate as _num, escape as _esc, round_ticks as _ticks, style_preamble
-from ..nas.search import Search
+from ..nas.result import Search
 from .nas_tiers_plot import NAMES, blocks, rows
 from ..files import write_atomic
 

@@ -9,8 +9,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from .random_search import random_search
-from .search import Search, search
+from .front import random_search, search
+from .result import Search
 
 
 class Duel(NamedTuple):

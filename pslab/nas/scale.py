@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..cluster import Cluster
-from .search import Search, search
+from .front import search
+from .result import Search
 
 PAPER = dict(servers=20, controllers=100, children=8)
 PAPER_CLUSTER = dict(compute_time=0.03, latency=0.001, bandwidth=1e3, update_time=0.2)

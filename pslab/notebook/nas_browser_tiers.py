@@ -18,7 +18,7 @@ import numpy as np
 from ..drawing.palette import PALETTES
 from .browser_plots import BOTTOM, FONT, packed
 from .livefigure import nice_ceiling
-from ..nas.search import Search
+from ..nas.result import Search
 from ..nas.space import describe
 from ..drawing.nas_tiers_plot import HEIGHT, NAMES, placed, rows
 

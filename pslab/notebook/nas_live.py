@@ -35,8 +35,8 @@ from .controls import check_settle_delay, dress, within
 from .dashboard import TEXT_STYLE, DashboardBase
 from .nas_browser_tiers import (REWARDS_LAYOUT, REWARDS_LEGEND, TIERS_LAYOUT, TIERS_LEGEND,
                             rewards_panel, tiers_panel)
-from ..nas.random_search import random_search
-from ..nas.search import Search, search
+from ..nas.front import random_search, search
+from ..nas.result import Search
 from ..drawing.nas_tiers_plot import TiersPlot
 from ..nas.scale import server_busy
 
@@ -157,7 +157,7 @@ class Dashboard(DashboardBase):
 
     def _title(self) -> str:
         r = self.result
-        when = ("the search, children trained" if r.config["numerics"] else
+        when = ("the search, children trained" if r.settings.numerics else
                 "clock only while the sliders move (children from the initial policy)")
         return (f"{when}: makespan {r.makespan:.1f} s, busiest shard busy "
                 f"{server_busy(r):.0%}" + (f" (first 4 of {r.controllers} replicas shown)"
@@ -213,7 +213,7 @@ class Dashboard(DashboardBase):
         tiers.update(self.result, replicas=4, title=self._title())
         tiers.title.set_visible(False)
         curves = plot_curves(self.result, self.baseline) if self.baseline is not None \
-            and self.result.config["numerics"] else None
+            and self.result.settings.numerics else None
         return fig, curves
 
     def snapshot(self) -> bytes:

@@ -11,7 +11,7 @@ from typing import Callable
 
 from .question import Question, Truth
 from ..nas import compare, scale
-from ..nas.search import search
+from ..nas.front import search
 from ..nas.scale import server_busy
 
 SEEDS = (0, 1, 2)  # the seeds the notebook compares on: their children are already cached
