@@ -13,8 +13,13 @@ KINDS = ("fetch", "compute", "push", "update", "idle")
 # The collectives of ZeRO / FSDP (pslab.collectives): kinds of their own, drawn only where a
 # run has them, so the parameter-server figures keep their five-kind legend.
 COLLECTIVES = ("reduce-scatter", "all-gather")
-EVERY_KIND = KINDS + COLLECTIVES
-TRANSFERS = ("fetch", "push") + COLLECTIVES  # a worker moving bytes
+# A pipeline's kinds (pslab.pipeline): a stage's forward, its whole backward or the backward's
+# input- and weight-gradient halves (zero-bubble schedules), and the activations and gradients
+# it sends to and receives from its neighbours; its waits are idle spans noted "bubble".
+PIPELINE = ("forward", "backward", "backward-input", "backward-weight", "send", "recv")
+EVERY_KIND = KINDS + COLLECTIVES + PIPELINE
+COMPUTES = ("compute",) + PIPELINE[:4]  # a worker computing
+TRANSFERS = ("fetch", "push") + COLLECTIVES + PIPELINE[4:]  # a worker moving bytes
 
 # What a span's `note` says, beyond its kind. Two kinds of waiting look alike (a white block)
 # but have different cures: queueing at a busy shard goes away with more shards or bandwidth,
@@ -25,6 +30,7 @@ NOTES = {
     "dropped": "push: arrived after its round closed; the server dropped it (backup workers)",
     "forward": "all-gather: ZeRO-3 gathers the parameters for the forward pass",
     "backward": "all-gather: ZeRO-3 gathers the parameters again for the backward pass",
+    "bubble": "idle: a pipeline stage waiting for its input or for the flush (the bubble)",
 }
 
 
@@ -33,7 +39,7 @@ class Span(NamedTuple):
 
     worker: the worker's rank, or None for the server (updates).
     shard: the server shard involved (fetch, push, update), else None.
-    kind: one of EVERY_KIND (KINDS, or a collective).
+    kind: one of EVERY_KIND (KINDS, a collective, or a pipeline's kind).
     start, end: virtual seconds.
     step: the worker's push number (0-based) or, for an update, the step it applies.
     micro: for compute spans, which of the `accumulate` minibatches (0-based); else None.
@@ -113,7 +119,7 @@ def _length(intervals: list[tuple[float, float]]) -> float:
 def worker_shares(spans: Iterable[Span], workers: int, makespan: float) -> list[dict[str, float]]:
     """Per worker, the seconds of the makespan it spent computing, transferring and idle.
 
-    compute: the time some compute span of the worker covers; transfer: the time some fetch or
+    compute: the time some compute span (COMPUTES) of the worker covers; transfer: the time some fetch or
     push covers and no compute does (transfers to different shards overlap: counted once);
     idle: the rest of [0, makespan], so compute + transfer + idle == makespan for every worker.
     Inside idle, `queue` is the part spent queued behind other transfers at a busy shard and
@@ -129,7 +135,7 @@ def worker_shares(spans: Iterable[Span], workers: int, makespan: float) -> list[
         if s.worker is None or not 0 <= s.worker < workers:
             continue
         part = ("transfer" if s.kind in TRANSFERS else
-                s.kind if s.kind == "compute" else s.note if s.kind == "idle" else None)
+                "compute" if s.kind in COMPUTES else s.note if s.kind == "idle" else None)
         if part in kinds[s.worker]:
             a, b = max(s.start, 0.0), min(s.end, makespan)
             if b > a:
@@ -145,7 +151,7 @@ def _gather(columns, kinds: list[dict[str, list[tuple[float, float]]]], makespan
 
     parts = list(kinds[0]) if kinds else []
     of_kind = np.array([parts.index("transfer") if k in TRANSFERS else parts.index("compute")
-                        if k == "compute" else -2 if k == "idle" else -1
+                        if k in COMPUTES else -2 if k == "idle" else -1
                         for k in columns.kinds] or [-1])
     of_note = np.array([parts.index(n) if n in ("queue", "barrier") else -1
                         for n in columns.notes])

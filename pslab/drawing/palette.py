@@ -18,10 +18,20 @@ with the ``HTML`` colour model.
 """
 from __future__ import annotations
 
-from pslab.timeline import COLLECTIVES, EVERY_KIND, KINDS
+from pslab.timeline import COLLECTIVES, EVERY_KIND, KINDS, PIPELINE
 
-__all__ = ["KINDS", "COLLECTIVES", "EVERY_KIND", "PALETTES", "LABELS", "ROLES", "ROLE_LABELS", "TEX_PREFIX",
+__all__ = ["KINDS", "COLLECTIVES", "PIPELINE", "EVERY_KIND", "PALETTES", "LABELS", "ROLES", "ROLE_LABELS", "TEX_PREFIX",
            "RUN_COLOURS", "colour", "label", "share_colours", "tex_colour_name"]
+
+# A pipeline's blocks (pslab.timeline.PIPELINE) look alike in both palettes, as the
+# collectives do: forwards blue, backwards green (its input half lighter), the weight half
+# mauve, as the papers draw them; sends and receives pale yellow.
+_PIPELINE_FILLS = {"forward": "#A4C2F4", "backward": "#93C47D", "backward-input": "#C9E4B4",
+                   "backward-weight": "#D5A6BD", "send": "#FFE599", "recv": "#FFF2CC"}
+_PIPELINE_LABELS = {"forward": "forward", "backward": "backward",
+                    "backward-input": "backward: input gradient",
+                    "backward-weight": "backward: weight gradient", "send": "send",
+                    "recv": "receive"}
 
 # Light fills for the blocks: black text and black outlines must stay readable on them.
 PALETTES: dict[str, dict[str, str]] = {
@@ -33,6 +43,7 @@ PALETTES: dict[str, dict[str, str]] = {
         "idle": "#FFFFFF",     # white: waiting
         "reduce-scatter": "#C9A0DC",  # lilac: gradients summed among the workers (ZeRO)
         "all-gather": "#8ED1C6",      # teal: weights gathered from the workers (ZeRO)
+        **_PIPELINE_FILLS,
     },
     "accumulation": {
         "fetch": "#9FC5E8",    # same blue as the sync: all communication is one colour
@@ -42,16 +53,18 @@ PALETTES: dict[str, dict[str, str]] = {
         "idle": "#FFFFFF",
         "reduce-scatter": "#C9A0DC",
         "all-gather": "#8ED1C6",
+        **_PIPELINE_FILLS,
     },
 }
 
 # Text written in (or beside) a block; short in "ps" because the seed's blocks are narrow.
 LABELS: dict[str, dict[str, str]] = {
     "ps": {"fetch": "F", "compute": "minibatch", "push": "P", "update": "Update",
-           "idle": "idle", "reduce-scatter": "RS", "all-gather": "AG"},
+           "idle": "idle", "reduce-scatter": "RS", "all-gather": "AG", **_PIPELINE_LABELS},
     "accumulation": {"fetch": "fetch", "compute": "forward/backward", "push": "push",
                      "update": "gradient sync", "idle": "idle",
-                     "reduce-scatter": "reduce-scatter", "all-gather": "all-gather"},
+                     "reduce-scatter": "reduce-scatter", "all-gather": "all-gather",
+                     **_PIPELINE_LABELS},
 }
 
 # Roles of the diagrams 002 and 003 (and of the boxes/arrows around the timelines of 000).

@@ -12,9 +12,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from ..result import Run
+from .palette import PALETTES
 
-# Light fills, black text readable on them (the palette's rule): forwards blue, backwards green
-PIPELINE: dict[str, str] = {"F": "#7EA6E0", "B": "#93C47D", "I": "#B6D7A8", "W": "#D5A6BD"}
+# The palette's fills of the pipeline's kinds: forwards blue, backwards green, W mauve
+PIPELINE: dict[str, str] = {a: PALETTES["ps"][k] for a, k in (
+    ("F", "forward"), ("B", "backward"), ("I", "backward-input"), ("W", "backward-weight"))}
 NAMES = {"F": "forward", "B": "backward", "I": "backward: input gradient (I)",
          "W": "backward: weight gradient (W)"}
 BUBBLE = "#EEEEEE"

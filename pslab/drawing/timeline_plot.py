@@ -20,14 +20,16 @@ from matplotlib.path import Path
 
 from ..checks import flag, number, run_labels, text as a_text
 from .blocks import blocks
-from .palette import COLLECTIVES, EVERY_KIND, KINDS, LABELS, PALETTES
+from .palette import EVERY_KIND, KINDS, LABELS, PALETTES
 from .sizes import CELL_IN
 from .training_plot import check_ax
 from ..result import Run, as_runs
 
 HEIGHT = 0.8  # of a row; the gap keeps rows apart (figure 001's rows touch: there it is 1.0)
 ZORDER = {"idle": 1, "compute": 2, "fetch": 2.5, "push": 2.5, "update": 3,  # sync column on top;
-          "reduce-scatter": 2.5, "all-gather": 2.5}
+          "reduce-scatter": 2.5, "all-gather": 2.5, "forward": 2, "backward": 2,
+          "backward-input": 2, "backward-weight": 2, "send": 1.5, "recv": 1.5}  # a
+# pipeline's send/recv overlap its compute (an isend): compute stays on top
 # F and P over a minibatch: a short one widened to min_px stays in view (see _visible)
 # (no "mb": a narrow minibatch block stays unlabelled rather than say a word nobody taught)
 SHORT = {"Update": "Upd.", "minibatch": "", "forward/backward": "f/b", "gradient sync": "sync"}
@@ -60,7 +62,7 @@ def legend_handles(palette: str = "ps", runs: Sequence[Run] = ()) -> list[Patch]
 
 def legend_kinds(palette: str = "ps", runs: Sequence[Run] = ()) -> list[str]:
     """The kinds `legend_handles` names, in order (the browser's legend reads them too)."""
-    kinds, extra = KINDS, collectives_in(runs)
+    kinds, extra = KINDS, extras_in(runs)
     if extra:
         found = {s.kind for r in runs for s in r.timeline}
         kinds = tuple(k for k in KINDS if k in found) + extra
@@ -68,10 +70,12 @@ def legend_kinds(palette: str = "ps", runs: Sequence[Run] = ()) -> list[str]:
     return [k for k in kinds if last[PALETTES[palette][k]] == k]
 
 
-def collectives_in(runs: Sequence[Run]) -> tuple[str, ...]:
-    """The collective kinds (pslab.timeline.COLLECTIVES) some span of `runs` has."""
-    found = {s.kind for r in runs for s in r.timeline if s.kind in COLLECTIVES}
-    return tuple(k for k in COLLECTIVES if k in found)
+def extras_in(runs: Sequence[Run]) -> tuple[str, ...]:
+    """The kinds beyond the parameter server's (the collectives, a pipeline's) some span of
+    `runs` has."""
+    extra = EVERY_KIND[len(KINDS):]
+    found = {s.kind for r in runs for s in r.timeline if s.kind in extra}
+    return tuple(k for k in extra if k in found)
 
 
 def legend_label(kind: str, palette: str) -> str:
@@ -146,13 +150,13 @@ class TimelinePlot:
         self.narrow = False  # compare() side by side sets it: the title wraps
 
     def _draw_legend(self, runs: Sequence[Run] = ()) -> None:
-        self._legend_for = collectives_in(runs)
+        self._legend_for = extras_in(runs)
         self.ax.legend(handles=legend_handles(self.palette, runs), loc="upper left",
                        bbox_to_anchor=(1.01, 1), fontsize=10, frameon=False)
 
     def update(self, run: Run, xmax: float | None = None) -> None:
         """Show `run`: move every block, relabel rows, retitle; xmax fixes the time axis."""
-        if self.legend and collectives_in([run]) != self._legend_for:  # ZeRO's kinds come/go
+        if self.legend and extras_in([run]) != self._legend_for:  # ZeRO's kinds come/go
             self._draw_legend([run])
         shard_rows = 0 if self.column else len(run.shard_bytes)
         self.rows = [worker_label(w, self.palette) for w in range(run.workers)]
@@ -312,7 +316,9 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] | None = ("a", "b"),
 
 def _legend_below(fig: Figure, palette: str, runs: Sequence[Run] = ()) -> None:
     handles = legend_handles(palette, runs)
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=10,
+    rows = 1 if len(handles) <= 5 else 2  # a pipeline's seven kinds: two rows fit a cell
+    fig.legend(handles=handles, loc="outside lower center", ncol=-(-len(handles) // rows),
+               fontsize=10,
                frameon=False, columnspacing=1.2, handlelength=1.5)
 
 
