@@ -1,5 +1,7 @@
 """Shared test fixtures."""
+import multiprocessing
 import signal
+import tempfile
 import threading
 
 import pytest
@@ -19,3 +21,22 @@ def ctrl_c_works():
         yield
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """Temporary folders land here, to see that none is left behind (`nothing_left`)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def nothing_left():
+    """A check that a run left no file in a folder and no pslab process alive."""
+    return _nothing_left
+
+
+def _nothing_left(folder):
+    # (pymp-*: the forkserver's own socket folder, made once per Python, removed at its exit)
+    assert [p for p in folder.iterdir() if not p.name.startswith("pymp-")] == []
+    assert [p for p in multiprocessing.active_children() if p.name.startswith("pslab-")] == []

@@ -3,8 +3,6 @@ schedule classes) on gloo, one process per rank, ends every schedule with the si
 weights (to float round-off: autograd's and torch.nn.Linear's kernels sum in their own
 order; 3e-8 seen, 1e-6 tested); a killed rank is named in a ProcessFailure whose .run holds
 the steps finished, and nothing (process or file) is left behind."""
-import multiprocessing
-import tempfile
 import time
 
 import pytest
@@ -18,23 +16,11 @@ if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is needed", allow_module_level=True)
 
 
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch):
-    """Temporary folders land here, to see that none is left behind."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    return tmp_path
-
-
-def _nothing_left(folder):
-    # (pymp-*: the forkserver's own socket folder, made once per Python, removed at its exit)
-    assert [p for p in folder.iterdir() if not p.name.startswith("pymp-")] == []
-    assert [p for p in multiprocessing.active_children() if p.name.startswith("pslab-")] == []
-
-
 @pytest.mark.parametrize("schedule,p,m,v", [
     ("gpipe", 2, 4, 1), ("1f1b", 3, 6, 1), ("interleaved-1f1b", 2, 4, 2),
     ("looped-bfs", 2, 3, 2), ("zb-h1", 2, 4, 1), ("zbv", 2, 4, 2)])
-def test_pytorchs_pipelining_ends_with_the_simulations_weights(schedule, p, m, v, private_tmp):
+def test_pytorchs_pipelining_ends_with_the_simulations_weights(schedule, p, m, v, private_tmp,
+                                                               nothing_left):
     mode = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v)
     kw = dict(steps=3, batch=8, hidden=16, lr=0.3, seed=5)
     real = pslab.train(mode=mode, backend="processes", timeout=60, **kw)
@@ -58,7 +44,7 @@ def test_pytorchs_pipelining_ends_with_the_simulations_weights(schedule, p, m, v
         assert [f"{o.stage}{o.kind}{o.micro}" for o in mine] == [str(a) for a in lists[rank]]
     assert 0 < real.bubble_share < 1 and real.bubble_ratio > 0
     assert real.activations == sim.activations  # the same order holds the same activations
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
 def _lists(schedule, p, m, v):
@@ -67,7 +53,7 @@ def _lists(schedule, p, m, v):
     return orders(schedule, p, m, v)
 
 
-def test_the_measured_order_is_the_schedules(private_tmp):
+def test_the_measured_order_is_the_schedules(private_tmp, nothing_left):
     """Each rank's measured actions, in time order, are its list (1F1B's last rank included:
     PyTorch's runtime runs F0, B0, F1, ...)."""
     mode = pslab.Pipeline(stages=3, microbatches=5, schedule="1f1b")
@@ -78,10 +64,10 @@ def test_the_measured_order_is_the_schedules(private_tmp):
         got = [f"{rank}{short[s.kind]}{s.micro}" for s in
                sorted((s for s in real.timeline if s.worker == rank), key=lambda s: s.start)]
         assert got == [str(a) for a in want]
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
-def test_a_killed_stage_is_named_and_nothing_is_left(private_tmp):
+def test_a_killed_stage_is_named_and_nothing_is_left(private_tmp, nothing_left):
     t0 = time.monotonic()
     mode = pslab.Pipeline(stages=3, microbatches=3, schedule="1f1b")
     with pytest.raises(ProcessFailure) as failure:
@@ -96,26 +82,26 @@ def test_a_killed_stage_is_named_and_nothing_is_left(private_tmp):
     sim = pslab.train(mode=mode, steps=2, batch=8, hidden=16)
     for name, w in sim.weights.items():
         torch.testing.assert_close(partial.weights[name], w, rtol=0, atol=1e-6)
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
-def test_a_silent_stage_is_named_after_the_timeout(private_tmp):
+def test_a_silent_stage_is_named_after_the_timeout(private_tmp, nothing_left):
     mode = pslab.Pipeline(stages=2, microbatches=2, schedule="gpipe")
     with pytest.raises(ProcessFailure, match=r"stopped answering after 1 step"):
         pslab.train(mode=mode, backend="processes", steps=3, batch=8, hidden=16,
                     hang={0: 1}, timeout=3)
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
 @pytest.mark.parametrize("kwargs,named", [
     (dict(numerics=False), "numerics"), (dict(time_scale=0.1), "time_scale"),
     (dict(kill={5: 0}), "kill worker"), (dict(timeout=0), "timeout"),
 ])
-def test_process_settings_are_refused_before_any_process(kwargs, named, private_tmp):
+def test_process_settings_are_refused_before_any_process(kwargs, named, private_tmp, nothing_left):
     with pytest.raises(ValueError, match=named):
         pslab.train(mode=pslab.Pipeline(stages=2, microbatches=2), backend="processes",
                     steps=2, **kwargs)
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
 def test_more_stages_than_processes_allowed_are_refused():

@@ -7,7 +7,6 @@ name before any process starts; a dead or silent process is named in the error, 
 import multiprocessing
 import os
 import signal
-import tempfile
 import threading
 import time
 
@@ -22,19 +21,6 @@ if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is needed for FSDP2 on CPU", allow_module_level=True)
 
 
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch):
-    """Temporary folders land here, to see that none is left behind."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    return tmp_path
-
-
-def _nothing_left(folder):
-    # (pymp-*: the forkserver's own socket folder, made once per Python, removed at its exit)
-    assert [p for p in folder.iterdir() if not p.name.startswith("pymp-")] == []
-    assert [p for p in multiprocessing.active_children() if p.name.startswith("pslab-")] == []
-
-
 ZERO3, RING = {"compute", "all-gather", "reduce-scatter"}, {"compute", "push"}
 
 
@@ -43,7 +29,7 @@ ZERO3, RING = {"compute", "all-gather", "reduce-scatter"}, {"compute", "push"}
     ("allreduce", 2, 1, RING), ("allreduce", 3, 2, RING),
 ])
 def test_the_front_door_runs_collectives_on_pytorch_with_the_simulated_weights(
-        mode, workers, accumulate, kinds, private_tmp):
+        mode, workers, accumulate, kinds, private_tmp, nothing_left):
     real = pslab.train(mode=mode, workers=workers, steps=3, seed=2, accumulate=accumulate,
                        backend="processes")
     sim = pslab.train(mode=mode, workers=workers, steps=3, seed=2, accumulate=accumulate)
@@ -67,7 +53,7 @@ def test_the_front_door_runs_collectives_on_pytorch_with_the_simulated_weights(
     assert not torch.allclose(real.weights["W_h"], start.weights["W_h"], atol=1e-3)
     assert {(s.worker, s.step, s.kind) for s in real.timeline} >= {
         (w, k, kind) for w in range(workers) for k in range(3) for kind in kinds}
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
 @pytest.mark.parametrize("stage", [1, 2])
@@ -85,13 +71,13 @@ def test_stages_fsdp2_does_not_express_are_refused_by_name(stage):
     (dict(numerics=False), "numerics"), (dict(kill={5: 0}), "kill"),
 ])
 def test_settings_that_do_not_apply_are_refused_before_any_process(mode, kwargs, name,
-                                                                    private_tmp):
+                                                                    private_tmp, nothing_left):
     with pytest.raises(ValueError, match=name):
         pslab.train(mode=mode, **{"workers": 2, **kwargs}, backend="processes")
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
-def test_a_killed_fsdp_process_is_named_and_nothing_is_left(private_tmp):
+def test_a_killed_fsdp_process_is_named_and_nothing_is_left(private_tmp, nothing_left):
     t0 = time.monotonic()
     with pytest.raises(ProcessFailure) as failure:
         pslab.train(mode=pslab.ZeRO(3), workers=3, steps=4, backend="processes", kill={1: 2})
@@ -107,12 +93,12 @@ def test_a_killed_fsdp_process_is_named_and_nothing_is_left(private_tmp):
     for name, w in sim.weights.items():
         assert torch.allclose(partial.weights[name], w, rtol=0, atol=1e-6), name
     assert {s.step for s in partial.timeline} >= {0, 1}
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
 @pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
 def test_an_update_kept_while_another_process_dies_is_in_the_partial_run(
-        mode, private_tmp, monkeypatch):
+        mode, private_tmp, monkeypatch, nothing_left):
     """Rank 0 is slow to keep update 1 (a second per save) while worker 1 goes on to die at
     step 2: the error is read while rank 0 still writes. The steps the error names are the
     updates its .run holds, every time, not only when rank 0 wins the race."""
@@ -126,10 +112,10 @@ def test_an_update_kept_while_another_process_dies_is_in_the_partial_run(
     assert "worker 1 (pid " in text and "killed by signal SIGKILL after 2 steps" in text
     assert "The 2 update(s) finished before are this error's .run" in text
     assert [r.step for r in failure.value.run.history] == [0, 1]
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
-def test_a_process_killed_from_outside_mid_run_is_named(private_tmp):
+def test_a_process_killed_from_outside_mid_run_is_named(private_tmp, nothing_left):
     """Someone kills worker 1 (SIGKILL) while the run goes on: the error names its pid."""
     killed = []
 
@@ -152,22 +138,23 @@ def test_a_process_killed_from_outside_mid_run_is_named(private_tmp):
         killed.append(None)  # stop looking
         killer.join()
     assert f"worker 1 (pid {killed[0]}) was killed by signal SIGKILL" in str(failure.value)
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
-def test_a_silent_process_is_named_after_the_timeout(private_tmp):
+def test_a_silent_process_is_named_after_the_timeout(private_tmp, nothing_left):
     with pytest.raises(ProcessFailure, match=r"worker 0 \(pid \d+\) stopped answering after "
                                              r"1 step \(nothing from any worker for 2 s\)"):
         pslab.train(mode="allreduce", workers=2, steps=3, backend="processes", hang={0: 1},
                     timeout=2)
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
 
 
-def test_warm_starts_the_forkserver_in_the_background_and_a_second_call_is_harmless(private_tmp):
+def test_warm_starts_the_forkserver_in_the_background_and_a_second_call_is_harmless(
+        private_tmp, nothing_left):
     first, again = pslab.processes.warm(), pslab.processes.warm()
     for thread in (first, again):
         thread.join(180)
         assert not thread.is_alive() and thread.daemon
     run = pslab.train(mode=pslab.ZeRO(3), workers=2, steps=1, backend="processes")
     assert run.updates == 1
-    _nothing_left(private_tmp)
+    nothing_left(private_tmp)
