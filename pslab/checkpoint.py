@@ -140,8 +140,9 @@ def load_file(path: str | Path) -> tuple[dict[str, Any], TensorFile]:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"checkpoint path must be a file name, a str or pathlib.Path "
                         f"(got {path!r})")
+    where = f"{path} ({WHAT})"
     try:
-        found = TensorFile(path, WHAT)
+        found = TensorFile(path, WHAT, bound=lambda start: _limits(start, path, where))
     except ValueError:
         older = _older_format(Path(path))
         if older is None:
@@ -150,19 +151,6 @@ def load_file(path: str | Path) -> tuple[dict[str, Any], TensorFile]:
                          f"reads {FORMAT}, plain data, and never unpickles a file: loading one "
                          f"could run any code): run it again from the start to checkpoint it "
                          f"anew") from None
-    where = f"{path} ({WHAT})"
-    try:
-        first = json_prefix(found.meta_text, ("format",), where)
-    except ValueError:
-        first = {}
-    format_ = first.get("format")
-    if isinstance(format_, str) and format_.startswith("pslab-checkpoint-") and format_ != FORMAT:
-        raise ValueError(f"{path} was written by another pslab ({format_}; this one reads "
-                         f"{FORMAT}): run it again from the start to checkpoint it anew")
-    if format_ != FORMAT:
-        raise ValueError(f"{path} is not {WHAT} (no {FORMAT} header)")
-    _check_length(found, json_prefix(found.meta_text, ("format", "backend", "settings"), where),
-                  where)
     saved = found.meta
     kind = ProcessHeader if saved.get("backend") == "processes" else SimulatedHeader
     header = check_shape(saved, kind, f"{path} ({WHAT})")
@@ -178,10 +166,22 @@ def load_file(path: str | Path) -> tuple[dict[str, Any], TensorFile]:
     return checked, found
 
 
-def _check_length(found: TensorFile, first: dict[str, Any], where: str) -> None:
-    """Refuse a header longer than a run of its own settings writes, before it is parsed:
-    the settings (the header's first members) go through Settings' checks (its memory limit
-    included), then bound the state: about SPAN_BYTES per span the run can have drawn."""
+def _limits(start: str, path: str | Path, where: str) -> tuple[int, int]:
+    """(longest header, most tensors) a run of the settings that begin pslab's header `start`
+    writes, known before the rest is read: the format is checked, the settings go through
+    Settings' checks (its memory limit included), then bound the state (about SPAN_BYTES per
+    span the run can have drawn) and the tensors (the server's shards, a buffered gradient per
+    worker and shard, and each worker's copy and gradient of every shard)."""
+    try:
+        format_ = json_prefix(start, ("format",), where)["format"]
+    except ValueError:
+        format_ = None
+    if isinstance(format_, str) and format_.startswith("pslab-checkpoint-") and format_ != FORMAT:
+        raise ValueError(f"{path} was written by another pslab ({format_}; this one reads "
+                         f"{FORMAT}): run it again from the start to checkpoint it anew")
+    if format_ != FORMAT:
+        raise ValueError(f"{path} is not {WHAT} (no {FORMAT} header)")
+    first = json_prefix(start, ("format", "backend", "settings"), where)
     saved = check_shape(first["settings"], SavedSettings, where, field="settings")
     plain = to_builtins(saved)
     if plain.get("processes"):  # where it ran is resume's to judge, not a size
@@ -190,12 +190,9 @@ def _check_length(found: TensorFile, first: dict[str, Any], where: str) -> None:
         settings = Settings.from_dict(plain)
     except ValueError as error:
         raise ValueError(f"{where}: field settings: {error}") from None
-    spans = settings.workers * settings.steps * (settings.accumulate
-                                                 + 3 * settings.layout.shards + 4)
-    longest = 65536 + SPAN_BYTES * spans + len(str(first["settings"]))
-    if len(found.meta_text) > longest:
-        raise ValueError(f"{where}: its header is {len(found.meta_text)} bytes, more than a run "
-                         f"of its settings writes ({longest} at most)")
+    shards, workers = settings.layout.shards, settings.workers
+    spans = workers * settings.steps * (settings.accumulate + 3 * shards + 4)
+    return 65536 + SPAN_BYTES * spans + len(str(first["settings"])), shards * (1 + 3 * workers)
 
 
 def _older_format(path: Path) -> str | None:

@@ -264,6 +264,21 @@ def _field_first(message: str, prefix: str) -> str:
 
 # --- safetensors files: a JSON header and raw float32 bytes ---------------------------------
 
+_OPENING = b'{"__metadata__":{"pslab":"'  # how safetensors begins a header with pslab's JSON
+ENTRY_BYTES = 160  # a tensor's row in the table: its name, dtype, shape and offsets
+
+
+def _string_start(escaped: bytes) -> str:
+    """The start of a JSON string's body, decoded: cut before an escape sequence left
+    unfinished where the window ends (an escape is at most 6 bytes: \\uXXXX)."""
+    for cut in range(len(escaped), max(len(escaped) - 7, -1), -1):
+        try:
+            return json.loads(b'"' + escaped[:cut] + b'"')
+        except ValueError:
+            continue
+    raise ValueError("not a JSON string")
+
+
 class _Entry(msgspec.Struct, forbid_unknown_fields=True):
     dtype: str
     shape: list[int]
@@ -275,16 +290,23 @@ class TensorFile:
     meta_text: pslab's JSON from the header, as text (`meta` parses it, once: a caller that
     knows how long it may be checks that first, see `json_prefix`); shapes: {name: shape}
     it declares (float32 only). The safetensors header is decoded by msgspec into its declared
-    types, so a wrong one is refused at its first wrong value, whatever its size or depth."""
+    types, so a wrong one is refused at its first wrong value, whatever its size or depth.
+    limit: the most bytes the whole file may hold. bound: given the start of pslab's JSON (its
+    first PREFIX bytes, decoded), (the longest pslab's JSON may be, the most tensors): a header
+    longer than those allow is refused before it is decoded."""
 
-    def __init__(self, path: str | Path, what: str):
+    def __init__(self, path: str | Path, what: str, limit: int = 1 << 62,
+                 bound: Callable[[str], tuple[int, int]] | None = None):
         self.path, self.what = Path(path), what
-        fd, size = open_regular(path, what, 1 << 62)
+        self.longest = MAX_HEADER  # pslab's header's longest text (`bound` may know better)
+        fd, size = open_regular(path, what, limit)
         try:
             head = read_at(fd, 0, 8) if size >= 8 else b""
             length = struct.unpack("<Q", head)[0] if head else -1
             if not 0 < length <= min(MAX_HEADER, size - 8):
                 raise self.wrong(f"not a safetensors file with pslab's header ({size} bytes)")
+            if bound is not None:
+                self._bound(fd, length, bound)
             header = _decode(read_at(fd, 8, length), dict[str, msgspec.Raw],
                              f"{path} (its safetensors header)")
         finally:
@@ -295,6 +317,9 @@ class TensorFile:
         if extra is None or "pslab" not in extra:
             raise self.wrong("not a safetensors file with pslab's header")
         self.meta_text = extra["pslab"]
+        if len(self.meta_text) > self.longest:
+            raise self.wrong(f"its header is {len(self.meta_text)} characters, more than a run "
+                             f"of its settings writes ({self.longest} at most)")
         self._meta = None
         entries = {name: _decode(raw, _Entry, f"{path} (its tensor table: {name[:40]})")
                    for name, raw in header.items()}
@@ -313,6 +338,36 @@ class TensorFile:
         if self.start + end != size:
             raise self.wrong(f"its tensors take {end} bytes but the file holds "
                              f"{size - self.start} after its header (truncated, or padded)")
+
+    def _bound(self, fd: int, length: int, bound: Callable[[str], tuple[int, int]]) -> None:
+        """Refuse a header longer than the file's own first members allow, before the header is
+        decoded: `bound(start of pslab's JSON)` gives (its longest text, the most tensors); the
+        header is pslab's JSON string first, as safetensors writes it (every quote inside it
+        escaped, at most two bytes per character of pslab's ASCII JSON), then ENTRY_BYTES per
+        tensor at most."""
+        window = read_at(fd, 8, min(length, PREFIX))
+        if not window.startswith(_OPENING):
+            raise self.wrong("its safetensors header does not begin with pslab's header")
+        end = window.find(b'}"}', len(_OPENING))  # inside the string a quote is always \"
+        try:
+            start = json.loads(window[len(_OPENING) - 1:end + 2]) if end >= 0 else \
+                _string_start(window[len(_OPENING):])
+        except ValueError:
+            raise self.wrong("its header holds no pslab values (not a JSON string)") from None
+        longest, count = bound(start)
+        most = len(_OPENING) + 2 * longest + 8 + ENTRY_BYTES * count
+        if length > most:
+            raise self.wrong(f"its safetensors header is {length} bytes, more than a run of "
+                             f"its settings writes ({most} at most, with {count} tensors)")
+        if end < 0 and length > PREFIX:  # pslab's string goes on: find its end, then its table
+            end = read_at(fd, 8, length).find(b'}"}', len(_OPENING))
+        if end < 0 or end > len(_OPENING) + 2 * longest:
+            raise self.wrong(f"its header is more than a run of its settings writes "
+                             f"({longest} characters at most)")
+        if length - end > ENTRY_BYTES * count + 8:
+            raise self.wrong(f"its tensor table is {length - end} bytes, more than {count} "
+                             f"tensors take ({ENTRY_BYTES * count + 8} at most)")
+        self.longest = longest
 
     @property
     def meta(self) -> dict[str, Any]:

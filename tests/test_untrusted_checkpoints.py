@@ -260,8 +260,40 @@ def test_a_header_longer_than_its_settings_allow_is_refused_before_it_is_parsed(
     refused(path, "more than a run of its settings writes")
 
 
-def test_a_long_tensor_table_is_refused_at_its_first_wrong_value(tmp_path):
+def test_a_header_not_begun_by_pslab_s_own_is_refused_before_it_is_decoded(tmp_path):
     body = b'{"__metadata__": {"pslab": "{}"}, "x": [' + b"0," * 5_000_000 + b"0]}"
     path = tmp_path / "table.ckpt"
     path.write_bytes(struct.pack("<Q", len(body)) + body)
-    refused(path, "tensor table")
+    refused(path, "does not begin with pslab's header")
+
+
+def header_file(path, meta, table):
+    """A checkpoint whose safetensors header is pslab's `meta`, then the rows `table` (bytes),
+    declaring no tensor bytes: refused, if at all, by its header alone."""
+    import json
+    body = (b'{"__metadata__":{"pslab":' + json.dumps(json.dumps(meta)).encode() + b"}" +
+            table + b"}")
+    path.write_bytes(struct.pack("<Q", len(body)) + body)
+    return len(body)
+
+
+@pytest.mark.parametrize("rows, why", [(1_000_000, "more than a run of its settings writes"),
+                                       (1_000, "its tensor table is 60004 bytes, more than 20")])
+def test_a_long_tensor_table_is_refused_by_the_settings_before_it_is_decoded(made, tmp_path,
+                                                                               rows, why):
+    """60 MB of well-formed rows (a million tensors) or a thousand: 3 workers and 2 shards have
+    20 tensors at most, so the table is refused from its length, within refused's second."""
+    meta, _ = read_checkpoint(made[0])
+    row = b',"t%07d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}'
+    size = header_file(tmp_path / "table.ckpt", meta, b"".join(row % i for i in range(rows)))
+    assert size > rows * 60
+    refused(tmp_path / "table.ckpt", why)
+
+
+def test_a_long_header_behind_a_short_window_is_measured_before_it_is_decoded(made, tmp_path):
+    """pslab's JSON longer than the first window read (4 MB), under settings that allow 116 kB:
+    refused from the header's length alone."""
+    meta, _ = read_checkpoint(made[0])
+    meta["state"]["timeline"] = [[0, None, "compute", 0.0, 1.0, 0, 0, None]] * 200_000
+    header_file(tmp_path / "long.ckpt", meta, b"")
+    refused(tmp_path / "long.ckpt", "more than a run of its settings writes")
