@@ -118,3 +118,14 @@ def test_questions_by_notebook():
                                                       "000.ssp"}
     with pytest.raises(ValueError, match="no question"):
         quiz.question("nope")
+
+
+def test_each_bank_hands_out_a_fresh_question_every_time():
+    from pslab.notebook import nas_questions
+
+    for bank, key in ((quiz, "000.stale"), (nas_questions, "003.updates")):
+        first = bank.question(key)
+        first.check(first.truth().value)
+        again = bank.question(key)
+        assert again is not first and again.last is None and again._truth is None
+        assert first.last is True and bank.QUESTIONS[key]._truth is None

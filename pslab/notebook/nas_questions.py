@@ -7,9 +7,7 @@ the experiments are NAS ones.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-from .question import Question, Truth
+from .question import Bank, Question, Truth
 from ..nas import compare, scale
 from ..nas.front import search
 from ..nas.scale import server_busy
@@ -54,18 +52,18 @@ def _shards() -> Truth:
                  f"of each request stays) and the children alone need {floor:.0f} s.")
 
 
-QUESTIONS: dict[str, Callable[[], Question]] = {
-    "003.updates": lambda: Question(
+QUESTIONS = Bank([
+    Question(
         "003.updates", "S=2 shards, K=3 controller replicas, m=2 children each, 10 rounds, "
         "async. How many times is Θ updated on the servers?", _updates, kind="number",
         unit="updates", hint="how many gradients does one replica push per round?"),
-    "003.best": lambda: Question(
+    Question(
         "003.best", "Same budget (3 replicas x 2 children x 10 rounds = 60 children), "
         "averaged over 3 seeds: whose best child is more accurate?", _best,
         choices=("REINFORCE", "random", "about the same"),
         aliases={"reinforce": "REINFORCE", "random search": "random", "same": "about the same",
                  "the same": "about the same"}, hint="how rare is a good child in this space?"),
-    "003.shards": lambda: Question(
+    Question(
         "003.shards", "The paper's scale, K=100 replicas x m=8 children, timing only: going "
         "from S=1 to S=20 server shards, the time to finish 5 rounds gets...", _shards,
         choices=("about 20 times shorter", "shorter, but less than 20 times",
@@ -73,11 +71,9 @@ QUESTIONS: dict[str, Callable[[], Question]] = {
         aliases={"20x": "about 20 times shorter", "same": "about the same",
                  "shorter": "shorter, but less than 20 times"},
         hint="what does a shard still do per request, however small its slice of Θ?"),
-}
+])
 
 
 def question(key: str) -> Question:
     """A fresh question by key: "003.updates", "003.best" or "003.shards"."""
-    if not isinstance(key, str) or key not in QUESTIONS:
-        raise ValueError(f"no question {key!r}: key must be one of {', '.join(QUESTIONS)}")
-    return QUESTIONS[key]()
+    return QUESTIONS.question(key)

@@ -1,8 +1,6 @@
 """Notebook 08's predict-then-run questions: each answer read off a pipelined run."""
 from __future__ import annotations
 
-from typing import Callable
-
 from ..cluster import Cluster
 from ..pipeline import Pipeline
 from ..training import train
@@ -39,17 +37,17 @@ def _zero_bubble() -> Truth:
                  f"(p − 1)(F + B) = {one.bubble_time:g} s, x{ratio}.")
 
 
-QUESTIONS: dict[str, Callable[[], Question]] = {
-    "08.bubble": lambda: Question(
+QUESTIONS = [
+    Question(
         "08.bubble", "1F1B on p = 8 stages with m = 32 micro-batches, every stage equal: what "
         "percentage of the ranks' time is bubble (idle)?", _bubble, kind="number",
         tolerance=1.0, unit="%", hint="count the slots of a rank: m of work in m + p − 1."),
-    "08.memory": lambda: Question(
+    Question(
         "08.memory", "1F1B on p = 4 stages, m = 8 micro-batches: how many micro-batches' "
         "activations does rank 0 hold at its peak (GPipe: all 8)?", _memory, kind="number",
         tolerance=0, unit="micro-batches", hint="its warm-up forwards, before any backward."),
-    "08.zb": lambda: Question(
+    Question(
         "08.zb", "ZB-H1 against 1F1B, F = I = W (the backward's two halves as long as the "
         "forward): its bubble is what fraction of 1F1B's?", _zero_bubble, kind="number",
         tolerance=0.03, unit="x", hint="1F1B's bubble: (p − 1)(F + I + W)."),
-}
+]

@@ -2,16 +2,17 @@
 answer and the explanation (the pieces `pslab.quiz` and the NAS questions are made of).
 
 It imports no run or figure itself: each Question holds a function that makes its runs, so the
-question bank (pslab/notebook/quiz.py) and any tier's questions (pslab/nas/questions.py) build
-on it without importing each other.
+question banks (pslab/notebook/quiz.py, nas_questions.py, pipeline_questions.py) build on it
+without importing each other. A bank is a `Bank` of questions by key; `bank.question(key)`
+hands out a fresh copy, so each notebook cell checks its own.
 """
 from __future__ import annotations
 
 import math
 import os
 import textwrap
-from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy as np
 
@@ -142,6 +143,22 @@ class Question:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self))
+
+
+class Bank(dict):
+    """Questions by their key, each handed out fresh by `question`."""
+
+    def __init__(self, questions: Iterable[Question] = ()):
+        super().__init__((q.key, q) for q in questions)
+
+    def add(self, questions: Iterable[Question]) -> None:
+        self.update((q.key, q) for q in questions)
+
+    def question(self, key: str) -> Question:
+        """A fresh copy of the question `key` (nothing checked, no experiment run yet)."""
+        if not isinstance(key, str) or key not in self:
+            raise ValueError(f"no question {key!r}: key must be one of {', '.join(self)}")
+        return replace(self[key], last=None, _truth=None)
 
 
 WIDTH = 72  # characters: a notebook cell on a 1024 px screen with the file browser open

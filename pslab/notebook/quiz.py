@@ -15,7 +15,6 @@ when right, why), but never shows the correct answer; `answer()` refuses.
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from ..training import train
 __all__ = ["Question", "Truth", "question", "questions", "hide_answers", "show_answers",
            "answers_hidden", "QUESTIONS"]
 
-from .question import Question, Truth, answers_hidden, hide_answers, show_answers  # noqa: F401
+from .question import Bank, Question, Truth, answers_hidden, hide_answers, show_answers  # noqa: F401
 
 
 # ---- the experiments --------------------------------------------------------------------------
@@ -166,66 +165,64 @@ def _acc_same() -> Truth:
                  f"trades memory for time, not the result.")
 
 
-QUESTIONS: dict[str, Callable[[], Question]] = {
-    "start.updates": lambda: Question(
+QUESTIONS = Bank([
+    Question(
         "start.updates", "3 workers each push 4 gradients in async mode. How many updates "
         "does the parameter server apply?", _start_updates, kind="number", tolerance=0,
         hint="what does the server do with each push in async mode?"),
-    "002.rows": lambda: Question(
+    Question(
         "002.rows", "In the replay of figure 002 (3 workers, batch 32, 20 steps), how many "
         "training rows does worker 0 read?", _dp_rows, kind="number", unit="rows",
         hint="one minibatch per step, per worker."),
-    "002.double": lambda: Question(
+    Question(
         "002.double", "Double the workers of figure 002 from 3 to 6, same batch and steps. "
         "The makespan...", _dp_double, choices=("halves", "about the same", "doubles"),
         aliases={"same": "about the same", "stays the same": "about the same",
                  "half": "halves", "double": "doubles"},
         hint="how many steps does each worker make, and how long is one?"),
-    "002.bytes": lambda: Question(
+    Question(
         "002.bytes", "The MLP is 64 -> 32 -> 10 (W_h, b_h, W_o, b_o in float32). How many bytes "
         "does one worker push per step, over all shards?", _dp_bytes, kind="number",
         unit="bytes", hint="count the parameters; a float32 is 4 bytes."),
-    "000.finish": lambda: Question(
+    Question(
         "000.finish", "Replay figure 000 (G0 computes at half speed, 2 steps each). Which mode "
         "finishes first?", _ps_finish, choices=("sync", "async", "same"),
         aliases={"synchronous": "sync", "asynchronous": "async", "both": "same",
                  "the same": "same", "equal": "same"},
         hint="who finishes last in each mode?"),
-    "000.stale": lambda: Question(
+    Question(
         "000.stale", "In the async replay of figure 000, how many versions behind is G0's "
         "first gradient when the server applies it?", _ps_stale, kind="number",
         unit="versions", hint="which pushes reach the server before G0's?"),
-    "000.accuracy": lambda: Question(
+    Question(
         "000.accuracy", "8 workers, G0 two times slower, lr 0.5, 30 steps each. Which mode "
         "reaches the higher test accuracy?", _ps_accuracy, choices=("sync", "async"),
         aliases={"synchronous": "sync", "asynchronous": "async"},
         hint="async makes more updates; on what weights is each one computed?"),
-    "000.ssp": lambda: Question(
+    Question(
         "000.ssp", "Same set-up, SSP(1) instead of async. The mean staleness of the applied "
         "updates is...", _ps_ssp, choices=("lower", "the same", "higher"),
         aliases={"same": "the same", "less": "lower", "more": "higher"},
         hint="what does SSP make a fast worker do when it is ahead of G0?"),
-    "001.idle": lambda: Question(
+    Question(
         "001.idle", "Figure 001, updating after every step, with a free gradient sync: how "
         "many GPU-seconds are idle in total?", _acc_idle, kind="number", tolerance=0.05,
         unit="GPU-seconds", hint="in each step every GPU waits for the slowest one."),
-    "001.saving": lambda: Question(
+    Question(
         "001.saving", "Figure 001 with a gradient sync of 1 s: how many seconds sooner does "
         "'accumulate two steps' finish than 'update every step'?", _acc_saving, kind="number",
         tolerance=0.05, unit="s", hint="count the syncs, and the waits before them."),
-    "001.same": lambda: Question(
+    Question(
         "001.same", "Sync, 4 workers: do 2 accumulated minibatches of 16 rows give the same "
         "weights as 1 minibatch of 32 rows?", _acc_same, choices=("yes", "no"),
         aliases={"y": "yes", "n": "no", "true": "yes", "false": "no", "same": "yes"},
         hint="which rows does each worker read, and what is a mean of means?"),
-}
+])
 
 
 def question(key: str) -> Question:
     """A fresh question by key (see `questions()`)."""
-    if not isinstance(key, str) or key not in QUESTIONS:
-        raise ValueError(f"no question {key!r}: key must be one of {', '.join(QUESTIONS)}")
-    return QUESTIONS[key]()
+    return QUESTIONS.question(key)
 
 
 def questions(prefix: str = "") -> list[Question]:
@@ -269,23 +266,23 @@ def _classic_ring() -> Truth:
                  f"54 GB/s = 5.93 ms.")
 
 
-QUESTIONS.update({
-    "classic.delay": lambda: Question(
+QUESTIONS.add([
+    Question(
         "classic.delay", "4 workers whose minibatch times vary a lot, BSP (SSP(0)). What "
         "percentage of their time do they spend waiting for each other?", _classic_delay,
         kind="number", tolerance=10, unit="%", hint="each step waits for the slowest of 4."),
-    "classic.backup": lambda: Question(
+    Question(
         "classic.backup", "Sync over 8 workers; add 2 backup workers (the server averages the "
         "first 8 of 10 pushes). Time per update is...", _classic_backup,
         choices=("faster", "the same", "slower"),
         aliases={"same": "the same", "shorter": "faster", "longer": "slower"},
         hint="who decides when a round ends?"),
-    "classic.ring": lambda: Question(
+    Question(
         "classic.ring", "d2l's ≈ 6 ms counts twice the model, 2 × 160 MB, over 54 GB/s (three "
         "NVLink rings). A ring all-reduce over 8 GPUs sends each GPU only 2(N−1)/N of the "
         "model. How many milliseconds then?", _classic_ring, kind="number", tolerance=0.4,
         unit="ms", hint="each GPU sends 2(N−1) chunks of M/N bytes."),
-})
+])
 
 
 # ---- notebook 07: from the parameter server to ZeRO (pslab.collectives, pslab.zero) ----------
@@ -313,19 +310,19 @@ def _zero_memory() -> Truth:
                  f"12/N as soon as N > 1: at N = {n}, {three:.1f} GB against {one:.1f} GB.")
 
 
-QUESTIONS.update({
-    "zero.bytes": lambda: Question(
+QUESTIONS.add([
+    Question(
         "zero.bytes", "Per step, ZeRO-3 moves how many times the bytes of a ring all-reduce?",
         _zero_bytes, kind="number", tolerance=0.05, unit="x",
         hint="count the collectives; each moves Ψ(N−1)/N per worker."),
-    "zero.memory": lambda: Question(
+    Question(
         "zero.memory", "The paper's model (Ψ = 7.5 B, mixed-precision Adam): from how many GPUs "
         "N on is ZeRO-3's memory per GPU below ZeRO-1's?", _zero_memory, kind="number",
         tolerance=0, unit="GPUs", hint="stage 1: 4Ψ + 12Ψ/N; stage 3: 16Ψ/N."),
-})
+])
 
 
 # ---- notebook 08: pipeline parallelism (pslab.pipeline) ----------------------------------------
 from .pipeline_questions import QUESTIONS as _PIPELINE  # noqa: E402
 
-QUESTIONS.update(_PIPELINE)
+QUESTIONS.add(_PIPELINE)
