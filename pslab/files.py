@@ -219,8 +219,9 @@ def _decode(blob: bytes, kind: Any, where: str) -> Any:
     the first wrong value stops it (nothing else is built); its depth is msgspec's to bound."""
     try:
         return msgspec.json.decode(blob, type=kind)
-    except (msgspec.DecodeError, RecursionError) as error:
-        why = "JSON nested too deep" if isinstance(error, RecursionError) else str(error)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as error:
+        why = {RecursionError: "JSON nested too deep", UnicodeDecodeError: "not UTF-8 text"}.get(
+            type(error), str(error))
         raise ValueError(f"{where}: {_field_first(why, '')}") from None
 
 

@@ -29,8 +29,10 @@ import torch
 
 from ..checks import number, one_of
 from ..data import Digits
-from ..files import load_tensors, save_tensors
-from ..model import NAMES, init_params, score
+from msgspec import Struct
+
+from ..files import TensorFile, check_shape, save_tensors
+from ..model import NAMES, init_params, score, shapes
 from ..modes import ZeRO
 from ..options import ProcessOptions
 from ..result import Params, Run
@@ -47,6 +49,11 @@ MODES = {"fsdp": ZeRO(3), "ddp": "allreduce"}
 # timed across hosts: the span kind of a step's time besides the compute slept (collectives)
 STAMPED = {"fsdp": "all-gather", "ddp": "push"}
 WEIGHTS = "weights.safetensors"  # rank 0's whole weights after its last update
+
+
+class _Saved(Struct, forbid_unknown_fields=True):
+    """What rank 0's weights file says besides its tensors."""
+    step: int
 
 
 class Layer(torch.nn.Module):
@@ -110,8 +117,7 @@ def train_across(wrap: str, hosts: Sequence[str], compute: Sequence[float], step
 def _assemble(done: Finished, settings: Settings, complete: bool) -> Run:
     """The Run from what the processes reported and rank 0's last weights: every step's
     measured spans, and a history record per update up to those weights."""
-    meta, tensors = load_tensors(os.path.join(done.folder, WEIGHTS), "weights")
-    last = meta["step"]
+    last, tensors = read_weights(os.path.join(done.folder, WEIGHTS), settings)
     spans = [Span(rank, None, kind, a, b, step) for rank, mine in enumerate(done.spans)
              for kind, a, b, step in mine]
     t0 = min(sp.start for sp in spans)
@@ -121,6 +127,21 @@ def _assemble(done: Finished, settings: Settings, complete: bool) -> Run:
                       None, k) for k in range(last + 1) if k in done.scores]
     return Run(settings, spans, history, {name: tensors[name] for name in NAMES},
                max(sp.end for sp in spans), complete=complete)
+
+
+def read_weights(path: str, settings: Settings) -> tuple[int, dict[str, torch.Tensor]]:
+    """(the step, the weights) rank 0 kept in `path`, read as untrusted: the file's size is
+    bounded by the model's before anything is read, its header by one step number and four
+    tensors, the tensors must be exactly the model's names, shapes and float32 before their
+    bytes are read, and the step one of the run's; a ValueError naming the file otherwise."""
+    expected = shapes(features=64, hidden=settings.hidden, classes=10)  # the digits' 8x8 pixels
+    limit = 4 * sum(torch.Size(s).numel() for s in expected.values()) + 8 + 4096
+    found = TensorFile(path, "rank 0's weights", limit=limit,
+                       bound=lambda start: (64, len(expected)))
+    step = check_shape(found.meta, _Saved, f"{path} (rank 0's weights)").step
+    if not 0 <= step < settings.steps:
+        raise found.wrong(f"field step: {step} is not a step of this run (0..{settings.steps - 1})")
+    return step, found.tensors(expected)
 
 
 def _worker(member: Member, folder: str, timeout: float, workers: int, steps: int, seed: int,
