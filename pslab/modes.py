@@ -178,6 +178,21 @@ class ZeRO(AllReduce):
 MODES = {"sync": Sync, "async": Async, "allreduce": AllReduce}
 
 
+class Staged:
+    """A mode that cuts the model into stages (`pslab.Pipeline`, pslab/pipeline/mode.py): it
+    checks its own arguments when made; `Settings` reads these and checks the run's."""
+
+    name: str
+    stages: int  # ranks of one pipeline
+    microbatches: int  # per replica and step
+    replicas: int = 1  # data-parallel copies of the pipeline (their gradients all-reduced)
+    layers: int
+
+    def plain(self) -> dict:
+        """The mode's arguments as plain values."""
+        raise NotImplementedError
+
+
 def policy_from_name(name: str) -> Policy:
     """The mode a policy's name names ("sync", "SSP(2)", "Backup(1)", ...): for files read
     back, which hold names, never objects."""

@@ -22,16 +22,18 @@ from .cluster import Cluster
 from .data import dataset_size
 from .layout import Layout, make_layout, owner_layout
 from .limits import check_fits
-from .modes import Policy, Sync, policy_for, policy_from_name
+from .modes import Policy, Staged, Sync, policy_for, policy_from_name
 from .options import ProcessOptions, check_faults
 
 BACKENDS = ("simulated", "processes")
 PROCESS_OPTIONS = tuple(f.name for f in fields(ProcessOptions))
 MAX_PROCESSES = 64  # shards + workers: each is a whole Python process with torch loaded
 COLLECTIVE_WORKERS = (2, 16)  # FSDP2 and DDP on processes: one process per worker
-# what PyTorch's collectives on processes take (they run at full speed, timed by the profiler,
-# and meet through a private file store); the other process options must keep their defaults
+# what PyTorch's collectives and pipelines on processes take (they run at full speed, timed by
+# the profiler or the clock, and meet through a private file store); the other process
+# options must keep their defaults
 COLLECTIVE_OPTIONS = ("timeout", "kill", "hang")
+PIPELINE_RANKS, PIPELINE_STEPS = 16, 10**5  # a pipeline on processes: one process per rank
 
 
 # The rules of a setting that another entry takes too (`pslab.nas.search`): written once here.
@@ -56,7 +58,9 @@ def check_cluster(value: Any) -> Cluster | None:
 class Settings:
     """Everything a run is made from (what `pslab.train` takes, less how to show and save it).
 
-    mode: a `Policy` ("sync", "async", SSP(s), Backup(b), SoftSync(c), "allreduce", ZeRO(k)).
+    mode: a `Policy` ("sync", "async", SSP(s), Backup(b), SoftSync(c), "allreduce", ZeRO(k)),
+    or a `pslab.Pipeline` (a `Staged` mode: workers become its stages × replicas, accumulate
+    its micro-batches; shards do not apply).
     workers; accumulate: minibatches per push; lr: SGD step size; batch: rows per minibatch;
     steps: pushes per worker; shards: "layers" or S key ranges; seed: every random choice;
     cluster: the timing model (None: `Cluster()`); numerics: False runs the timeline without
@@ -64,7 +68,7 @@ class Settings:
     staleness; processes: the process backend's options, or None for the simulated clock.
     """
 
-    mode: Policy = field(default_factory=Sync)
+    mode: Policy | Staged = field(default_factory=Sync)
     workers: int = 3
     accumulate: int = 1
     lr: float = 0.5
@@ -80,7 +84,12 @@ class Settings:
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: the checked values replace the given ones, once
-        put(self, "mode", policy_for(self.mode))
+        staged = isinstance(self.mode, Staged)
+        if staged:  # the pipeline's own numbers, checked where it was made
+            put(self, "workers", self.mode.stages * self.mode.replicas)
+            put(self, "accumulate", self.mode.microbatches)
+        else:
+            put(self, "mode", policy_for(self.mode))
         for name in ("workers", "accumulate"):
             put(self, name, integer(name, getattr(self, name)))
         put(self, "lr", number("lr", self.lr, positive=True))
@@ -88,10 +97,13 @@ class Settings:
         for name in ("steps", "hidden"):
             put(self, name, integer(name, getattr(self, name)))
         put(self, "seed", check_seed(self.seed))
-        self.mode.check(self.workers, self.steps)
         for name in ("numerics", "staleness_lr"):
             put(self, name, flag(name, getattr(self, name)))
         check_cluster(self.cluster)
+        if staged:
+            self._check_pipeline()
+            return
+        self.mode.check(self.workers, self.steps)
         make_layout(self.shards, self.hidden)  # the shards rule, even where ZeRO replaces it
         self.timing.check(self.workers, self.steps * self.accumulate)
         layout = self.layout
@@ -109,21 +121,24 @@ class Settings:
                              f"(got {options!r})")
         if not self.numerics:
             raise ValueError("numerics=False only applies to backend='simulated'")
-        if mode.schedule != "server":  # PyTorch's own collectives: FSDP2 and DDP
+        if isinstance(mode, Staged):
+            self._only_collective_options("PyTorch's pipelining runs at full speed, timed by "
+                                          "the clock,")
+            integer("stages (one process each on backend='processes')", mode.stages,
+                    high=PIPELINE_RANKS)
+            if mode.replicas != 1:
+                raise ValueError(f"replicas must be 1 on backend='processes' (one pipeline; "
+                                 f"data-parallel pipelines run on the virtual clock; got "
+                                 f"replicas={mode.replicas})")
+            integer("steps", self.steps, high=PIPELINE_STEPS)
+        elif mode.schedule != "server":  # PyTorch's own collectives: FSDP2 and DDP
             if mode.schedule == "zero" and mode.stage != 3:
                 raise ValueError(f"backend='processes' runs ZeRO(3) on PyTorch's FSDP2 and "
                                  f"'allreduce' on its DDP; FSDP2 does not express {mode.name} "
                                  f"(it shards the parameters too, i.e. stage 3): run "
                                  f"{mode.name} with backend='simulated' (got mode={mode.name})")
-            defaults = ProcessOptions()
-            used = [n for n in PROCESS_OPTIONS if n not in COLLECTIVE_OPTIONS
-                    and getattr(options, n) != getattr(defaults, n)]
-            used += ["cluster"] * (self.cluster is not None) + ["staleness_lr"] * self.staleness_lr
-            if used:
-                raise ValueError(f"{used[0]} does not apply to mode={mode.name} on processes: "
-                                 f"PyTorch's collectives run at full speed, are timed by the "
-                                 f"profiler and meet through a private file store (allowed "
-                                 f"there: {', '.join(COLLECTIVE_OPTIONS)})")
+            self._only_collective_options("PyTorch's collectives run at full speed, are timed "
+                                          "by the profiler")
             low, high = COLLECTIVE_WORKERS
             integer("workers (FSDP2 and DDP on processes)", self.workers, low=low, high=high)
         elif self.workers + self.layout.shards > MAX_PROCESSES:
@@ -133,6 +148,39 @@ class Settings:
         object.__setattr__(self, "processes", ProcessOptions(**{
             n: check_faults(n, getattr(options, n), self.workers, self.steps)
             if n in ("kill", "hang") else getattr(options, n) for n in PROCESS_OPTIONS}))
+
+    def _only_collective_options(self, why: str) -> None:
+        """Refuse, by name, a process option beyond COLLECTIVE_OPTIONS, a cluster or
+        staleness_lr on a backend of PyTorch's own (`why` says what it does instead)."""
+        options, defaults = self.processes, ProcessOptions()
+        used = [n for n in PROCESS_OPTIONS if n not in COLLECTIVE_OPTIONS
+                and getattr(options, n) != getattr(defaults, n)]
+        used += ["cluster"] * (self.cluster is not None) + ["staleness_lr"] * self.staleness_lr
+        if used:
+            raise ValueError(f"{used[0]} does not apply to mode={self.mode.name} on processes: "
+                             f"{why} and meet through a private file store (allowed there: "
+                             f"{', '.join(COLLECTIVE_OPTIONS)})")
+
+    def _check_pipeline(self) -> None:
+        """The rules a pipelined run adds (the Pipeline's own are checked where it is made)."""
+        pipe = self.mode
+        if self.staleness_lr:
+            raise ValueError("staleness_lr does not apply to a Pipeline: its ranks meet at "
+                             "every flush, no gradient is stale")
+        timing = self.timing
+        if timing.jitter or timing.durations is not None:
+            raise ValueError("a pipeline's cluster takes compute_time, speeds (one per rank: "
+                             "stages × replicas), latency, bandwidth and update_time; jitter "
+                             "and durations do not apply (every step of a pipeline is timed "
+                             "alike)")
+        timing.check(self.workers, self.steps)
+        h = self.hidden
+        keys = sum(h * (64 if j == 0 else h) + h for j in range(pipe.layers - 1)) + 10 * h + 10
+        check_fits(workers=self.workers, steps=self.steps, accumulate=self.accumulate * 3,
+                   shards=1, keys=keys, batch=self.batch * self.accumulate,
+                   hidden=h * pipe.layers, numerics=self.numerics, updates=self.steps)
+        if self.processes is not None:
+            self._check_processes()
 
     @classmethod
     def build(cls, mode: str | Policy = "sync", backend: str = "simulated",
@@ -174,7 +222,9 @@ class Settings:
 
     @property
     def updates(self) -> int:
-        """How many updates the run makes when it completes."""
+        """How many updates the run makes when it completes (a pipeline: one per step)."""
+        if isinstance(self.mode, Staged):
+            return self.steps
         return self.workers * self.steps // self.mode.aggregate(self.workers)
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,6 +234,7 @@ class Settings:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         options = self.processes
         out.update(mode=self.mode.name,
+                   **({"pipeline": self.mode.plain()} if isinstance(self.mode, Staged) else {}),
                    cluster=None if self.cluster is None else self.cluster.plain(),
                    processes=None if options is None else {
                        n: {str(k): v for k, v in getattr(options, n).items()}

@@ -15,7 +15,7 @@ from .cluster import Cluster
 from .modes import Policy
 from .options import LOOPBACK, ProcessOptions
 from .pipeline import Pipeline
-from .pipeline.front import train_pipeline
+from .pipeline.front import run_pipeline
 from .result import Run
 from .settings import BACKENDS, Settings
 from .simulate import simulate
@@ -56,17 +56,10 @@ def train(mode: str | Policy | Pipeline = "sync", workers: int = 3, accumulate: 
     (pslab.modes; ZeRO ignores shards: each worker owns one key range). On backend="processes",
     ZeRO(3) runs on PyTorch's FSDP2 and "allreduce" on its DDP (2 to 16 workers; timeout, kill
     and hang apply; ZeRO(1) and ZeRO(2), which FSDP2 does not express, are refused).
-    mode may be pslab.Pipeline(stages, microbatches, schedule, chunks): pipeline parallelism,
-    returning a PipelineRun (pslab/pipeline/; workers, accumulate and shards do not apply).
+    mode may be pslab.Pipeline(stages, microbatches, schedule, chunks, replicas): pipeline
+    parallelism, returning a PipelineRun (pslab/pipeline/; workers, accumulate and shards do
+    not apply: the pipeline's ranks are the workers, its micro-batches the accumulation).
     """
-    if isinstance(mode, Pipeline):
-        return train_pipeline(mode, lr=lr, batch=batch, steps=steps, seed=seed, cluster=cluster,
-                              numerics=numerics, hidden=hidden, backend=backend,
-                              progress=progress, unused=dict(
-                                  time_scale=time_scale, timeout=timeout, address=address,
-                                  start_method=start_method, kill=kill, hang=hang,
-                                  checkpoint=checkpoint, staleness_lr=staleness_lr,
-                                  transfers=transfers))
     flag("progress", progress)
     settings = Settings.build(
         mode=mode, workers=workers, accumulate=accumulate, lr=lr, batch=batch, steps=steps,
@@ -81,6 +74,11 @@ def train_settings(settings: Settings, progress: bool = False,
     """Run checked `settings` on their backend (what `train` does once it has made them)."""
     if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
         raise ValueError(f"checkpoint must be a pslab.Checkpoint (got {checkpoint!r})")
+    if isinstance(settings.mode, Pipeline):
+        if checkpoint is not None:
+            raise ValueError(f"checkpoint does not apply to mode={settings.mode.name}: a "
+                             f"pipeline's step is short and its state is the weights")
+        return run_pipeline(settings)
     if settings.processes is None:
         return simulate(settings, progress, checkpoint)
     if settings.mode.schedule == "server":

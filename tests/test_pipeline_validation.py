@@ -57,3 +57,43 @@ def test_speeds_make_a_slow_stage():
     slow = pslab.train(mode=pslab.Pipeline(stages=2, microbatches=4, times=(1, 1, 0)),
                        numerics=False, steps=1, cluster=pslab.Cluster.free(speeds=[1, 0.5]))
     assert fast.busy() == [8, 8] and slow.busy() == [8, 16]
+
+
+def test_settings_take_a_pipeline_and_check_it_in_one_place():
+    """A Pipeline's run is a Settings as every mode's: workers are its ranks (stages x
+    replicas), accumulate its micro-batches; a changed copy is checked again."""
+    import dataclasses
+
+    from pslab.settings import Settings
+
+    pipe = pslab.Pipeline(stages=4, microbatches=8)
+    s = Settings.build(mode=pipe, workers=3, lr=0.1, steps=5)
+    assert (s.workers, s.accumulate, s.updates, s.backend) == (4, 8, 5, "simulated")
+    assert s.to_dict()["pipeline"] == pipe.plain() and s.to_dict()["mode"] == pipe.name
+    with pytest.raises(ValueError, match="lr"):
+        dataclasses.replace(s, lr=0.0)
+    with pytest.raises(ValueError, match="speeds"):
+        Settings(mode=pipe, cluster=pslab.Cluster(speeds=[1.0] * 3))  # one per rank: 4
+    Settings(mode=pipe, cluster=pslab.Cluster(speeds=[1.0] * 4))
+    run = pslab.train(mode=pslab.Pipeline(stages=2, microbatches=2), steps=1, numerics=False)
+    assert isinstance(run.settings, Settings) and run.settings.mode.stages == 2
+
+
+@pytest.mark.parametrize("kwargs,named", [
+    (dict(address="10.0.0.1"), "address"), (dict(time_scale=0.5), "time_scale"),
+    (dict(transfers="wire"), "transfers"), (dict(cluster=pslab.Cluster()), "cluster"),
+    (dict(kill={5: 1}), "kill"), (dict(hang={0: 99}), "hang"), (dict(steps=10**5 + 1), "steps"),
+    (dict(numerics=False), "numerics"), (dict(timeout=-1.0), "timeout"),
+    (dict(mode=pslab.Pipeline(stages=17, microbatches=17)), "stages"),
+])
+def test_a_pipeline_on_processes_is_refused_by_name_before_any_process(kwargs, named):
+    given = dict(mode=pslab.Pipeline(stages=2, microbatches=4), steps=3, backend="processes")
+    given.update(kwargs)
+    with pytest.raises(ValueError, match=named):
+        pslab.train(**given)
+
+
+def test_a_checkpoint_is_refused_for_a_pipeline(tmp_path):
+    with pytest.raises(ValueError, match="checkpoint does not apply"):
+        pslab.train(mode=pslab.Pipeline(stages=2, microbatches=4), steps=2,
+                    checkpoint=pslab.Checkpoint(tmp_path / "c", at=1.0))

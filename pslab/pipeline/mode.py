@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ..checks import integer, number
+from ..modes import Staged
 from .schedules import CHUNKS, SCHEDULES, SPLIT, refusal
 
 MOST_STAGES = 64  # ranks of a simulated pipeline (the process backend allows fewer)
@@ -18,7 +19,7 @@ MOST_MICRO = 1024
 MOST_LAYERS = 256
 
 
-class Pipeline:
+class Pipeline(Staged):
     """Pipeline parallelism: p stages (ranks), m micro-batches per step, a schedule.
 
     stages: p, 1 to 64. microbatches: m, 1 to 1024 (1f1b needs m >= p; interleaved-1f1b and

@@ -23,11 +23,11 @@ from ..data import Digits
 from ..files import load_tensors, save_tensors
 from ..model import init_params, layer_names, score, shapes
 from ..processes.group import Finished, Member, group
-from ..options import check_faults
 from ..timeline import Record, Span
 from .clock import Op
 from .mode import Pipeline
-from .result import PipelineRun, PipelineSettings
+from ..settings import Settings
+from .result import PipelineRun
 from .simulated import activation_bytes, param_bytes
 from .schedules import rank_of
 from .stages import layer_bounds
@@ -67,21 +67,18 @@ class StageModule(torch.nn.Module):
                 for name, t in ((w, layer.weight), (b, layer.bias))}
 
 
-def train_processes(pipe: Pipeline, lr: float, batch: int, steps: int, seed: int, hidden: int,
-                    timeout: float, kill: dict[int, int] | None,
-                    hang: dict[int, int] | None) -> PipelineRun:
-    """Run `pipe` on pipe.stages processes; returns the measured PipelineRun."""
-    faults = {name: check_faults(name, given, pipe.stages, steps)
-              for name, given in (("kill", kill), ("hang", hang))}
-    settings = (pipe.plain(), steps, seed, batch, lr, hidden)
-    config = PipelineSettings(pipe, pipe.stages, pipe.microbatches, lr, batch, steps, seed,
-                              hidden, backend="processes")
-    with group(_rank, settings, pipe.stages, pipe.name, timeout, partial=lambda done: _assemble(
-            done, config, pipe, complete=False), **faults) as done:
+def train_processes(config: Settings) -> PipelineRun:
+    """Run the settings' Pipeline on one process per rank (checked settings, backend
+    "processes": timeout, kill and hang from its options); returns the measured PipelineRun."""
+    pipe, options = config.mode, config.processes
+    settings = (pipe.plain(), config.steps, config.seed, config.batch, config.lr, config.hidden)
+    with group(_rank, settings, pipe.stages, pipe.name, options.timeout, partial=lambda done:
+               _assemble(done, config, pipe, complete=False), kill=options.kill,
+               hang=options.hang) as done:
         return _assemble(done, config, pipe, complete=True)
 
 
-def _assemble(done: Finished, config: PipelineSettings, pipe: Pipeline,
+def _assemble(done: Finished, config: Settings, pipe: Pipeline,
               complete: bool) -> PipelineRun:
     """The Run from the ranks' reports and their last kept weights."""
     weights: dict[str, torch.Tensor] = {}

@@ -14,40 +14,10 @@ from ..result import Run
 from .clock import Op, Transfer
 
 
-@dataclass(frozen=True)
-class PipelineSettings:
-    """A pipelined run's settings, checked by pslab/pipeline/front.py, read as a Run reads
-    `Settings`: `mode` is the pslab.Pipeline, `workers` its stages, `accumulate` its
-    micro-batches, `shards` its stages."""
-
-    mode: Any
-    workers: int
-    accumulate: int
-    lr: float
-    batch: int
-    steps: int
-    seed: int
-    hidden: int
-    numerics: bool = True
-    cluster: Any = None
-    backend: str = "simulated"
-    staleness_lr: bool = False
-
-    @property
-    def shards(self) -> int:
-        return self.workers
-
-    def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON values (the pipeline by its arguments)."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out.update(mode=self.mode.name, pipeline=self.mode.plain(),
-                   cluster=None if self.cluster is None else self.cluster.plain())
-        return out
-
-
 @dataclass
 class PipelineRun(Run):
-    """A Run of pslab.Pipeline: `workers` are the p ranks (stages)."""
+    """A Run of pslab.Pipeline: `workers` are its ranks, p per replica (replica j's rank r is
+    worker j·p + r); `settings` are a `Settings` whose mode is the Pipeline."""
 
     pipeline: Any = None  # the pslab.Pipeline it ran
     ops: list[Op] = field(default_factory=list)  # the first step's actions, as timed

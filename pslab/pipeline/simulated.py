@@ -19,7 +19,8 @@ from ..model import init_params, layer_names, score, shapes, single_thread
 from ..timeline import Record
 from .clock import Op, Transfer, execute
 from .mode import Pipeline
-from .result import PipelineRun, PipelineSettings
+from ..settings import Settings
+from .result import PipelineRun
 from .schedules import Action, orders, rank_of
 from .stages import StageMath, layer_bounds
 
@@ -27,10 +28,12 @@ KIND = {"F": "forward", "B": "backward", "I": "backward-input", "W": "backward-w
 BYTES = 4  # fp32
 
 
-def simulate_pipeline(pipe: Pipeline, lr: float, batch: int, steps: int, seed: int,
-                      cluster: Cluster, numerics: bool, hidden: int) -> PipelineRun:
-    """Train the `pipe.layers`-layer MLP for `steps` steps under `pipe` (arguments checked by
-    the front door)."""
+def simulate_pipeline(settings: Settings) -> PipelineRun:
+    """Train the `pipe.layers`-layer MLP for `steps` steps under the settings' Pipeline
+    (checked settings)."""
+    pipe, cluster = settings.mode, settings.timing
+    lr, batch, steps, seed = settings.lr, settings.batch, settings.steps, settings.seed
+    numerics, hidden = settings.numerics, settings.hidden
     p, v, m = pipe.stages, pipe.chunks, pipe.microbatches
     where = rank_of(pipe.schedule, p, v)
     lists = orders(pipe.schedule, p, m, v)
@@ -45,7 +48,6 @@ def simulate_pipeline(pipe: Pipeline, lr: float, batch: int, steps: int, seed: i
     for op in ops:
         ends[op.rank] = max(ends[op.rank], op.end)
     period = max(e + u for e, u in zip(ends, updates))
-    settings = PipelineSettings(pipe, p, m, lr, batch, steps, seed, hidden, numerics, cluster)
     timeline = _timeline(ops, transfers, ends, updates, period, p, m, steps)
     params, history, start_loss = {}, [], math.nan
     if numerics:
