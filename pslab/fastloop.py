@@ -1,4 +1,4 @@
-"""The clock of figure 000's async runs, timing only, in one Python function.
+"""The clock of figure 000's async runs, timing only, in one Python loop.
 
 A timing-only async run of 800 workers x 100 steps is 160k events and 761k spans; as actor
 methods (simulation.py) most of its time goes to calls, attribute look-ups and the spans' rows.
@@ -96,21 +96,24 @@ class _Tables:
 
 def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
     """Run events until the next one is neither of the two (then run it as the clock would and
-    return True) or none is left before `until` (return False)."""
+    return True) or none is left before `until` (return False).
+
+    Each event is a step of the lesson: a worker starts a step (it fetches from every shard,
+    then computes) or its compute ends (it pushes to every shard, the server updates, and the
+    worker waits for its pushes before its next step). Everything the loop reads is a local
+    variable, written back to the simulation when the segment ends."""
     clock, server = sim.clock, sim.server
     start_event, computed_event = sim.start_step, sim.computed
     times, at, tied = _take_hot(clock, (start_event, computed_event))
     heap, now, seq = clock.queue, clock.now, clock.scheduled  # heap: the other events only
     steps, k, durations = sim.steps, sim.accumulate, sim.durations
-    versions, counts, aggregate = server.versions, server.counts, server.aggregate
-    staleness, history, progress, gathered = (sim.push_staleness, sim.history, sim.progress,
-                                              sim.round_staleness)
-    version, count = versions[0], counts[0]
+    aggregate, staleness, history, progress = (server.aggregate, sim.push_staleness,
+                                               sim.history, sim.progress)
+    gathered, version, count = sim.round_staleness, server.versions[0], server.counts[0]
     fetched = [f[0] for f in sim.fetched]  # per worker: the version it computes on
     jobs, pushes, update_jobs = tables.jobs, tables.pushes, tables.updates
-    shards, buffered = tables.shards, ~tables.workers
-    log_updates = tables.log_updates
-    pad = (0.0,) * shards  # the update columns of an event that books none
+    buffered, log_updates = ~tables.workers, tables.log_updates
+    pad = (0.0,) * tables.shards  # the update columns of an event that books none
     nan = math.nan  # the very object simulation's records hold: records compare equal
     limit = math.inf if until is None else until
     log: list = []  # per event: who (rank; ~rank: a push), step, now, its transfers' starts
@@ -122,74 +125,42 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
                 break
             if not times or times[0] > limit:
                 break
-            when = times[0]
-            _, _, fn, args = at.pop(when)
-            if tied and when in tied:  # events at the same time: the next in line
-                at[when] = tied[when].pop(0)
-                if not tied[when]:
-                    del tied[when]
+            now = times[0]
+            _, _, fn, args = at.pop(now)
+            if tied and now in tied:  # events at the same time: the next in line
+                at[now] = tied[now].pop(0)
+                if not tied[now]:
+                    del tied[now]
+            rank, step = args
             if fn is start_event:  # Simulation.start_step: fetch from every shard, compute
-                rank, step = args
-                if step == steps:
-                    now = when
+                if step == steps:  # the worker is done
                     heappop(times)
                     continue
-                who, route = rank, jobs[rank]
-            else:  # Simulation.computed: push to every shard, update
-                rank, step = args
-                count += 1  # ParameterServer.push, timing only: a count per shard, all alike
-                if count < aggregate:
-                    who, route = buffered - rank, jobs[rank]
-                else:
-                    who, route = ~rank, pushes[rank]
-            now = when
-            log += (who, step, now)
-            end = busy = now
-            for shard, cost, after in route:  # Resource.book, inlined
-                a = shard.free_at
-                if a < now:
-                    a = now
-                b = shard.free_at = a + cost
-                log.append(a)
-                if b > end:
-                    end = b
-                if after:  # the update this push completes, booked right behind it
-                    f = shard.free_at = b + after
-                    if f > busy:
-                        busy = f
-            if fn is start_event:
+                log += (rank, step, now)
+                end = _book(jobs[rank], now, log)
                 if log_updates:
                     log += pad
                 fetched[rank] = version
-                if k == 1:
-                    t = end + durations[rank][step]
-                else:
-                    t = end
-                    for d in durations[rank][step * k:(step + 1) * k]:
-                        t += d
+                t = end + durations[rank][step] if k == 1 else \
+                    _accumulated(end, durations[rank], step, k)
                 item = t, seq, computed_event, args
-            else:
+            else:  # Simulation.computed: push to every shard, the server's update
                 lag = version - fetched[rank]  # staleness: the same on every shard
                 staleness.append(lag)
                 if lag > gathered:
                     gathered = lag
-                if count < aggregate:
+                count += 1  # ParameterServer.push, timing only: a count per shard, all alike
+                if count < aggregate:  # buffered: the update waits for more pushes
+                    log += (buffered - rank, step, now)
+                    end = _book(jobs[rank], now, log)
                     if log_updates:
                         log += pad
-                else:
-                    # the updates' last end (an update of no time ends with its push)
-                    count, applied_at = 0, busy if busy > end else end
-                    version += 1
+                else:  # the update: each shard's right behind its push
+                    log += (~rank, step, now)
+                    end, applied_at = _book_updated(pushes[rank], now, log)
                     if log_updates:
-                        applied_at = -math.inf
-                        for shard, cost in update_jobs:  # each right behind its shard's push
-                            u0 = shard.free_at
-                            if u0 < now:
-                                u0 = now
-                            u1 = shard.free_at = u0 + cost
-                            log.append(u0)
-                            if u1 > applied_at:
-                                applied_at = u1
+                        applied_at = _book_updates(update_jobs, now, log)
+                    count, version = 0, version + 1
                     if progress is not None:  # Simulation.record, no numbers to evaluate
                         progress.update(1)
                     history.append(_new(Record, (applied_at, nan, nan, gathered,
@@ -198,7 +169,7 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
                 if len(log) > FLUSH:
                     _add_rows(sim, tables, log)
                     del log[:]
-                t = end
+                t = end  # the worker waits for its pushes, then starts its next step
                 item = t, seq, start_event, (rank, step + 1)
             seq += 1
             if at.setdefault(t, item) is not item:  # another event is due then: after it
@@ -208,12 +179,72 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
         clock.put_back(_pending(at, tied))
         _add_rows(sim, tables, log)
         clock.now, clock.scheduled, sim.round_staleness = now, seq, gathered
-        versions[:] = [version] * shards
-        counts[:] = [count] * shards
-        sim.fetched = [[v] * shards for v in fetched]
+        server.versions[:] = [version] * tables.shards
+        server.counts[:] = [count] * tables.shards
+        sim.fetched = [[v] * tables.shards for v in fetched]
     if foreign:  # as Clock.run runs it; a stop (time -inf) leaves the last event's time
         clock.step()
     return foreign
+
+
+def _book(route: list, now: float, log: list) -> float:
+    """Book a worker's transfers, one per shard, each on its shard's link as soon as it is
+    free (Resource.book, inlined); log each start; return when the last one ends."""
+    end = now
+    for shard, cost, _ in route:
+        a = shard.free_at
+        if a < now:
+            a = now
+        b = shard.free_at = a + cost
+        log.append(a)
+        if b > end:
+            end = b
+    return end
+
+
+def _book_updated(route: list, now: float, log: list) -> tuple[float, float]:
+    """`_book` for pushes that complete an update, each shard's update booked right behind
+    its push on the same resource (`after` seconds). Returns when the last push ends and
+    when the last update does (an update of no time ends with its push). Kept apart from
+    `_book`, not a flag of it: a fetch is booked 80,000 times in a figure-size run."""
+    end = busy = now
+    for shard, cost, after in route:
+        a = shard.free_at
+        if a < now:
+            a = now
+        b = shard.free_at = a + cost
+        log.append(a)
+        if b > end:
+            end = b
+        if after:
+            f = shard.free_at = b + after
+            if f > busy:
+                busy = f
+    return end, busy if busy > end else end
+
+
+def _book_updates(update_jobs: list, now: float, log: list) -> float:
+    """Book the shards' updates one by one (each right behind its shard's push: colocated
+    shards), log each start, return when the last one ends."""
+    applied_at = -math.inf
+    for shard, cost in update_jobs:
+        u0 = shard.free_at
+        if u0 < now:
+            u0 = now
+        u1 = shard.free_at = u0 + cost
+        log.append(u0)
+        if u1 > applied_at:
+            applied_at = u1
+    return applied_at
+
+
+def _accumulated(start: float, durations: Any, step: int, k: int) -> float:
+    """When a step of k minibatches that starts at `start` ends: its minibatches computed one
+    after another (added in order, as the actors add them)."""
+    t = start
+    for d in durations[step * k:(step + 1) * k]:
+        t += d
+    return t
 
 
 def _take_hot(clock: Any, hot: tuple) -> tuple[list[float], dict, dict]:
