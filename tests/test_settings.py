@@ -122,3 +122,43 @@ def test_measurements_are_the_runs_not_the_settings():
     run = pslab.train(steps=2, numerics=False)
     assert run.pids == [] and run.failures == [] and run.startup_s is None
     assert not {"pids", "failures", "startup_s"} & set(run.settings.to_dict())
+
+
+SHARED = [("seed", -1), ("seed", 2**64), ("seed", 1.5), ("seed", "0"), ("batch", 0),
+          ("batch", 10**6), ("batch", True), ("cluster", {"compute_time": 1.0}),
+          ("cluster", "fast")]
+
+
+@pytest.mark.parametrize("name, value", SHARED)
+def test_a_search_and_a_run_refuse_a_shared_setting_with_the_same_words(name, value):
+    with pytest.raises(ValueError, match=name) as run:
+        Settings(**{name: value})
+    with pytest.raises(ValueError, match=name) as search:
+        pslab.nas.search(numerics=False, **{name: value})
+    assert str(search.value) == str(run.value)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_search_carries_its_checked_settings_frozen(seed):
+    """Seeded grid: the settings a search returns are the ones its arguments make, as given
+    (numpy ints read as ints), frozen; a changed copy is checked again."""
+    from pslab.nas import SearchSettings
+
+    rng = random.Random(seed)
+    kw = dict(servers=rng.randrange(1, 4), controllers=rng.randrange(1, 4),
+              children=rng.randrange(1, 3), rounds=int(np.int64(rng.randrange(1, 4))),
+              seed=rng.randrange(2**32), mode=rng.choice(["async", "sync"]),
+              policy=rng.choice(["softmax", "lstm"]), decay=rng.random() * 0.99,
+              numerics=False)
+    entry = rng.choice([pslab.nas.search, pslab.nas.random_search])
+    result = entry(**kw)
+    assert result.settings == SearchSettings(**kw)
+    assert all(getattr(result.settings, k) == v for k, v in kw.items())
+    assert result.method == ("reinforce" if entry is pslab.nas.search else "random")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.settings.rounds = 5
+    with pytest.raises(ValueError, match="controllers"):
+        dataclasses.replace(result.settings, controllers=0)
+    with pytest.raises(ValueError, match="cluster speeds"):  # the table's shape: per child
+        dataclasses.replace(result.settings, cluster=pslab.Cluster(speeds=[1.0]),
+                            controllers=2)
