@@ -128,7 +128,7 @@ class Settings:
                     high=PIPELINE_RANKS)
             if mode.replicas != 1:
                 raise ValueError(f"replicas must be 1 on backend='processes' (one pipeline; "
-                                 f"data-parallel pipelines run on the virtual clock; got "
+                                 f"data-parallel pipelines run on the virtual clock) (got "
                                  f"replicas={mode.replicas})")
             integer("steps", self.steps, high=PIPELINE_STEPS)
         elif mode.schedule != "server":  # PyTorch's own collectives: FSDP2 and DDP

@@ -33,10 +33,10 @@ def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
     """One step of a PipelineRun on `ax` (its first: every step is alike on the clock; of a
     measured run, its last, the first paying for PyTorch's set-up)."""
     pipe = run.pipeline
-    p, v = pipe.stages, pipe.chunks
+    p, v, rows = pipe.stages, pipe.chunks, run.workers  # d replicas: d·p rows
     ops = run.ops
     span = max(o.end for o in ops)
-    for r in range(p):
+    for r in range(rows):
         ax.add_patch(Rectangle((0, r - 0.42), span, 0.84, facecolor=BUBBLE, edgecolor="none",
                                hatch="///", zorder=0))
     for o in ops:
@@ -48,9 +48,9 @@ def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
             ax.text((o.start + o.end) / 2, o.rank, str(o.micro), ha="center", va="center",
                     fontsize=fontsize, zorder=3)
     ax.set_xlim(0, span)
-    ax.set_ylim(p - 0.5, -0.5)
-    ax.set_yticks(range(p), [f"rank {r}" for r in range(p)] if p <= 8 else
-                  [f"{r}" if r % 2 == 0 else "" for r in range(p)])
+    ax.set_ylim(rows - 0.5, -0.5)
+    ax.set_yticks(range(rows), [f"rank {r}" for r in range(rows)] if rows <= 8 else
+                  [f"{r}" if r % 2 == 0 else "" for r in range(rows)])
     ax.set_xlabel("measured time (s)" if measured(run) else "virtual time (s)",
                   fontsize=fontsize)
     ax.tick_params(labelsize=fontsize)
@@ -73,7 +73,7 @@ def measured(run: Run) -> bool:
 def plot_pipeline(run: Run, width: float = 7.2, title: str | None = None,
                   **kw: Any) -> Figure:
     """A figure of one step of `run` with both bubble definitions in its caption."""
-    p = run.pipeline.stages
+    p = run.workers  # one row per rank of every replica
     top, bottom, rows = 0.4, 1.05, 0.34 * p  # inches: legend; axis label and caption; rows
     height = top + rows + bottom
     fig = Figure(figsize=(width, height))

@@ -17,6 +17,7 @@ from .schedules import CHUNKS, SCHEDULES, SPLIT, refusal
 MOST_STAGES = 64  # ranks of a simulated pipeline (the process backend allows fewer)
 MOST_MICRO = 1024
 MOST_LAYERS = 256
+MOST_REPLICAS = 64
 
 
 class Pipeline(Staged):
@@ -30,10 +31,15 @@ class Pipeline(Staged):
     papers' unit-time figures; the input-gradient half I is B − W); default: each stage's share of the model's
     FLOPs times the Cluster's compute_time (one micro-batch's forward + backward on one
     worker), with F : B : W = 1 : 2 : 1 (the backward's two matrix products per layer).
+    replicas: d data-parallel copies of the pipeline, 1 to 64, each running m micro-batches of
+    its own (replica j's rank r is worker j·p + r); at the flush the d ranks holding a stage
+    ring-all-reduce its gradient over the Cluster's links, so a step learns from d·m
+    micro-batches.
     """
 
     def __init__(self, stages: int, microbatches: int, schedule: str = "1f1b", chunks: int = 1,
-                 layers: int | None = None, times: tuple[float, float, float] | None = None):
+                 layers: int | None = None, times: tuple[float, float, float] | None = None,
+                 replicas: int = 1):
         self.stages = integer("stages", stages, high=MOST_STAGES)
         self.microbatches = integer("microbatches", microbatches, high=MOST_MICRO)
         if schedule not in SCHEDULES:
@@ -52,8 +58,10 @@ class Pipeline(Staged):
             raise ValueError(f"layers must be a multiple of stages * chunks = {virtual}, so "
                              f"every stage holds as many layers (got layers={self.layers})")
         self.times = None if times is None else _times(times, schedule)
+        self.replicas = integer("replicas", replicas, high=MOST_REPLICAS)
         self.name = (f"Pipeline({schedule}, p={self.stages}, m={self.microbatches}"
-                     + (f", v={self.chunks}" if self.chunks > 1 else "") + ")")
+                     + (f", v={self.chunks}" if self.chunks > 1 else "")
+                     + (f", d={self.replicas}" if self.replicas > 1 else "") + ")")
 
     @property
     def virtual(self) -> int:
@@ -69,7 +77,8 @@ class Pipeline(Staged):
         """The arguments as plain values (a run's config, files read back)."""
         return dict(stages=self.stages, microbatches=self.microbatches, schedule=self.schedule,
                     chunks=self.chunks, layers=self.layers,
-                    times=None if self.times is None else list(self.times))
+                    times=None if self.times is None else list(self.times),
+                    replicas=self.replicas)
 
     def __repr__(self) -> str:
         return self.name

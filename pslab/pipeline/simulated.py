@@ -2,7 +2,7 @@
 
 Every step is alike on the clock: the step starts when the last rank has applied its update
 (the flush: SGD needs the whole batch's gradient, and the ranks meet there to report the
-loss), and the durations depend only on the stage and the kind of action. So one step is
+loss; with d data-parallel replicas, each stage's d copies first all-reduce its gradient), and the durations depend only on the stage and the kind of action. So one step is
 timed (pslab/pipeline/clock.py) and the run's timeline is that step repeated; with numerics,
 each step's arithmetic runs the actions in the order they were timed.
 """
@@ -12,14 +12,15 @@ import math
 
 import numpy as np
 
+from ..allreduce import ring_time
 from ..cluster import Cluster
 from ..columns import Columns
 from ..data import Digits
 from ..model import init_params, layer_names, score, shapes, single_thread
 from ..timeline import Record
 from .clock import Op, Transfer, execute
-from .mode import Pipeline
 from ..settings import Settings
+from .mode import Pipeline
 from .result import PipelineRun
 from .schedules import Action, orders, rank_of
 from .stages import StageMath, layer_bounds
@@ -30,25 +31,29 @@ BYTES = 4  # fp32
 
 def simulate_pipeline(settings: Settings) -> PipelineRun:
     """Train the `pipe.layers`-layer MLP for `steps` steps under the settings' Pipeline
-    (checked settings)."""
+    (checked settings): its d replicas side by side, then the flush (all-reduce, update)."""
     pipe, cluster = settings.mode, settings.timing
     lr, batch, steps, seed = settings.lr, settings.batch, settings.steps, settings.seed
     numerics, hidden = settings.numerics, settings.hidden
-    p, v, m = pipe.stages, pipe.chunks, pipe.microbatches
+    p, v, m, d = pipe.stages, pipe.chunks, pipe.microbatches, pipe.replicas
     where = rank_of(pipe.schedule, p, v)
     lists = orders(pipe.schedule, p, m, v)
-    seconds = durations(pipe, cluster, hidden)
     link_time = cluster.transfer_time(batch * hidden * BYTES)
     if math.isinf(cluster.bandwidth) and not cluster.latency:
         link_time = 0.0
-    ops, transfers = execute(lists, where, seconds, link_time, {}, 0.0)
+    ops: list[Op] = []
+    transfers: list[Transfer] = []
+    for j in range(d):  # replicas alike unless their speeds differ: timed once, then shifted
+        if j == 0 or cluster.speeds is not None:
+            mine, moved = execute(lists, where, durations(pipe, cluster, hidden, j), link_time,
+                                  {}, 0.0)
+        ops += [o._replace(rank=o.rank + j * p) for o in mine] if j else mine
+        transfers += [t._replace(src=t.src + j * p, dst=t.dst + j * p) for t in moved] \
+            if j else moved
     sizes = shapes(64, hidden, 10, pipe.layers)
-    updates = _update_times(pipe, cluster, sizes)
-    ends = [0.0] * p
-    for op in ops:
-        ends[op.rank] = max(ends[op.rank], op.end)
-    period = max(e + u for e, u in zip(ends, updates))
-    timeline = _timeline(ops, transfers, ends, updates, period, p, m, steps)
+    after, period = _flush(pipe, cluster, ops, param_bytes(pipe, sizes),
+                           _update_times(pipe, cluster, sizes))
+    timeline = _timeline(ops, transfers, after, period, d * p, m, steps)
     params, history, start_loss = {}, [], math.nan
     if numerics:
         with single_thread():
@@ -64,12 +69,47 @@ def simulate_pipeline(settings: Settings) -> PipelineRun:
                        param_bytes=param_bytes(pipe, sizes))
 
 
-def durations(pipe: Pipeline, cluster: Cluster, hidden: int) -> dict[tuple[int, str], float]:
-    """Seconds of every (virtual stage, kind): `pipe.times` split evenly over a rank's v
-    chunks, else each stage's share of the forward FLOPs (in·out per layer) of compute_time,
-    F : B : W = 1 : 2 : 1; a rank of speed s (cluster.speeds) takes 1/s as long."""
+def _flush(pipe: Pipeline, cluster: Cluster, ops: list[Op], per_rank: list[int],
+           updates: list[float]) -> tuple[list[list[tuple]], float]:
+    """Each worker's spans after its last action, and the step's period. The d workers
+    holding rank r's stages wait for each other (idle, "barrier"), ring-all-reduce its
+    gradient (reduce-scatter, then all-gather: pslab.allreduce.ring_time, none when d = 1),
+    then each takes SGD's step (update); the next step starts when the last has."""
+    p, d = pipe.stages, pipe.replicas
+    ends = [0.0] * (p * d)
+    for op in ops:
+        ends[op.rank] = max(ends[op.rank], op.end)
+    after: list[list[tuple]] = [[] for _ in range(p * d)]
+    done = []
+    for r in range(p):
+        meet = max(ends[j * p + r] for j in range(d))
+        ring = ring_time(cluster, d, per_rank[r])
+        for j in range(d):
+            w, spans = j * p + r, after[j * p + r]
+            if ends[w] < meet:
+                spans.append(("idle", "barrier", ends[w], meet))
+            if ring:
+                spans.append(("reduce-scatter", None, meet, meet + ring / 2))
+                spans.append(("all-gather", None, meet + ring / 2, meet + ring))
+            if updates[r]:
+                spans.append(("update", None, meet + ring, meet + ring + updates[r]))
+        done.append(meet + ring + updates[r])
+    period = max(done)
+    for w in range(p * d):
+        if done[w % p] < period:
+            after[w].append(("idle", "bubble", done[w % p], period))
+    return after, period
+
+
+def durations(pipe: Pipeline, cluster: Cluster, hidden: int, replica: int = 0
+              ) -> dict[tuple[int, str], float]:
+    """Seconds of every (virtual stage, kind) in `replica`: `pipe.times` split evenly over a
+    rank's v chunks, else each stage's share of the forward FLOPs (in·out per layer) of
+    compute_time, F : B : W = 1 : 2 : 1; a worker of speed s (cluster.speeds, one per worker:
+    replica j's rank r is worker j·p + r) takes 1/s as long."""
     k_all = pipe.virtual
-    speeds = [1.0] * pipe.stages if cluster.speeds is None else list(cluster.speeds)
+    speeds = [1.0] * pipe.stages if cluster.speeds is None else \
+        list(cluster.speeds)[replica * pipe.stages:(replica + 1) * pipe.stages]
     where = rank_of(pipe.schedule, pipe.stages, pipe.chunks)
     if pipe.times is not None:
         f, b, w = (t / pipe.chunks for t in pipe.times)
@@ -115,29 +155,26 @@ def activation_bytes(pipe: Pipeline, batch: int, hidden: int) -> list[int]:
             for lo, hi in layer_bounds(pipe.layers, pipe.virtual)]
 
 
-def _timeline(ops: list[Op], transfers: list[Transfer], ends: list[float],
-              updates: list[float], period: float, p: int, m: int, steps: int) -> Columns:
-    """The first step's spans (compute, send and recv, update, bubbles), then every step's:
-    the same rows, shifted by the step's start and number."""
-    cols = Columns(workers=p, shards=0, micros=m)
+def _timeline(ops: list[Op], transfers: list[Transfer], after: list[list[tuple]],
+              period: float, workers: int, m: int, steps: int) -> Columns:
+    """The first step's spans (compute, send and recv, bubbles, then `after`: each worker's
+    flush), then every step's: the same rows, shifted by the step's start and number."""
+    cols = Columns(workers=workers, shards=0, micros=m)
     first: list[tuple] = [(o.rank, None, KIND[o.kind], 0, o.micro, None, o.start, o.end)
                           for o in ops]
     for tr in transfers:
         first.append((tr.src, None, "send", 0, tr.micro, None, tr.start, tr.end))
         first.append((tr.dst, None, "recv", 0, tr.micro, None, tr.start, tr.end))
-    busy: list[list[tuple[float, float]]] = [[] for _ in range(p)]
+    busy: list[list[tuple[float, float]]] = [[] for _ in range(workers)]
     for o in ops:
         busy[o.rank].append((o.start, o.end))
-    for r in range(p):
+    for r in range(workers):
         t = 0.0
         for a, b in sorted(busy[r]):
             if a > t:
                 first.append((r, None, "idle", 0, None, "bubble", t, a))
             t = max(t, b)
-        if updates[r]:
-            first.append((r, None, "update", 0, None, None, ends[r], ends[r] + updates[r]))
-        if ends[r] + updates[r] < period:
-            first.append((r, None, "idle", 0, None, "bubble", ends[r] + updates[r], period))
+        first += [(r, None, kind, 0, None, note, a, b) for kind, note, a, b in after[r]]
     codes = np.array([cols.code(w, s, k, st, mi, n) for w, s, k, st, mi, n, _, _ in first],
                      dtype=float)
     times = np.array([(a, b) for *_, a, b in first], dtype=float).reshape(-1, 2)
@@ -152,20 +189,23 @@ def _timeline(ops: list[Op], transfers: list[Transfer], ends: list[float],
 
 def _train(pipe: Pipeline, ops: list[Op], lr: float, batch: int, steps: int, seed: int,
            hidden: int, period: float) -> tuple[dict, list[Record], float]:
-    """Every step's arithmetic in the timed order; a Record (training loss, test accuracy)
-    after each flush."""
+    """Every step's arithmetic in the timed order, replica by replica, then the all-reduce
+    and SGD's step; a Record (training loss, test accuracy) after each flush."""
     data = Digits.load(seed)
     params = init_params(data.features, hidden, data.classes, seed, layers=pipe.layers)
     start_loss = score(params, data)[0]
-    math_ = StageMath(params, pipe.virtual, data, pipe.microbatches, batch, lr)
-    actions = [Action(o.stage, o.kind, o.micro) for o in ops]
+    p, d = pipe.stages, pipe.replicas
+    maths = [StageMath(params, pipe.virtual, data, pipe.microbatches, batch, lr, j, d)
+             for j in range(d)]
+    actions = [[Action(o.stage, o.kind, o.micro) for o in ops if o.rank // p == j]
+               for j in range(d)]
     history = []
     for t in range(steps):
-        math_.begin(t)
-        for a in actions:
-            math_(a)
-        math_.finish()
-        loss, acc = score(math_.params, data)
+        for math_, mine in zip(maths, actions):
+            math_.begin(t)
+            for a in mine:
+                math_(a)
+        maths[0].finish(maths[1:])
+        loss, acc = score(params, data)
         history.append(Record(period * (t + 1), loss, acc, 0, t + 1, None, t))
-    return dict(math_.params), history, start_loss
-
+    return dict(params), history, start_loss

@@ -10,8 +10,13 @@ of the step every stage takes SGD's step on its own layers, w - lr * (sum / m), 
 kernels as a worker accumulating m micro-batches and a server applying them
 (pslab.worker, pslab.server): bit for bit one worker's weights when the W's run in micro-batch
 order (every schedule but looped-bfs, whose backwards run in reverse: equal to round-off).
+With d data-parallel replicas each sums its own m micro-batches and the all-reduce adds the d
+sums: (S_0 + S_1 + …) / (d·m), one worker's d·m-term sum grouped by replica — equal to
+round-off (bit for bit when m = 1, where the grouping is the one worker's own order).
 """
 from __future__ import annotations
+
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -31,11 +36,12 @@ class StageMath:
     """The weights of every stage and one step's tensors in flight."""
 
     def __init__(self, params: Params, stages: int, data: Digits, micro: int, batch: int,
-                 lr: float):
-        self.params = params
+                 lr: float, replica: int = 0, replicas: int = 1):
+        self.params = params  # shared by the replicas: each holds the same weights
         self.names = layer_names(params)
         self.bounds = layer_bounds(len(self.names), stages)
         self.data, self.micro, self.batch, self.lr = data, micro, batch, lr
+        self.replica, self.replicas = replica, replicas
         self.step = 0
         self._reset()
 
@@ -45,10 +51,10 @@ class StageMath:
         self.grad: dict[tuple[int, int], torch.Tensor] = {}  # d loss / d its last pre-act.
         self.pending: dict[tuple[int, int], list[torch.Tensor]] = {}  # I done, W to do
         self.sums: dict[str, torch.Tensor] = {}
-        self.losses: dict[int, float] = {}
 
     def begin(self, step: int) -> None:
-        """Start step `step`: its micro-batches are global batch `step` of one worker."""
+        """Start step `step`: its micro-batches are the replica's m of global batch `step`
+        (replica j's micro-batch i is micro-batch j·m + i of one worker accumulating d·m)."""
         self.step = step
         self._reset()
 
@@ -67,7 +73,8 @@ class StageMath:
     def forward(self, k: int, i: int) -> None:
         lo, hi = self.bounds[k]
         if k == 0:
-            h, _ = self.data.minibatch(self.step, 0, i, 1, self.micro, self.batch)
+            h, _ = self.data.minibatch(self.step, self.replica, i, self.replicas, self.micro,
+                                         self.batch)
         else:
             h = self.sent.pop((k, i))
         inputs = []
@@ -75,10 +82,10 @@ class StageMath:
             w, b = self.names[j]
             inputs.append(h)
             if j == len(self.names) - 1:  # the output layer: the loss and its gradient
-                _, y = self.data.minibatch(self.step, 0, i, 1, self.micro, self.batch)
-                loss, self.grad[(k, i)] = loss_grad(F.linear(h, self.params[w],
-                                                             self.params[b]), y)
-                self.losses[i] = loss.item()
+                _, y = self.data.minibatch(self.step, self.replica, i, self.replicas, self.micro,
+                                         self.batch)
+                _, self.grad[(k, i)] = loss_grad(F.linear(h, self.params[w], self.params[b]),
+                                                 y)
             else:
                 h = hidden_layer(self.params[w], self.params[b], h)
         self.inputs[(k, i)] = inputs
@@ -110,10 +117,12 @@ class StageMath:
                 else:
                     held.add_(grad)
 
-    def finish(self) -> float:
-        """SGD's step on every stage's layers; returns the step's mean micro-batch loss."""
-        m = self.micro
+    def finish(self, others: Sequence["StageMath"] = ()) -> None:
+        """SGD's step on every stage's layers, after the all-reduce: the replicas' sums added
+        in replica order (this one first), divided by the d·m micro-batches they hold."""
+        n = self.micro * (1 + len(others))
         for name, total in self.sums.items():
-            mean = total / m if m > 1 else total  # x / 1 is x: no division for one
+            for other in others:
+                total = total + other.sums[name]
+            mean = total / n if n > 1 else total  # x / 1 is x: no division for one
             self.params[name] = self.params[name] - mean * self.lr
-        return sum(self.losses[i] for i in sorted(self.losses)) / len(self.losses)
