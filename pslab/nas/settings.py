@@ -1,10 +1,10 @@
 """The settings of a search: one typed, frozen object, made and checked once.
 
 `pslab.nas.search(...)` and `pslab.nas.random_search(...)` make a `SearchSettings` from their
-keyword arguments; the clock's tiers (pslab/nas/schedule.py) and the `Search` result carry it
-unchanged and trust it. The rules a search shares with a training run (the seed, the batch,
-the cluster's type) are pslab.settings' own; the timing table's shape is `Cluster.check`'s.
-A changed copy (`dataclasses.replace`) is checked again.
+keyword arguments; the search runs the tiers (pslab/nas/schedule.py) from its values, and the
+`Search` result carries it unchanged. The rules a search shares with a training run (the seed,
+the batch, the cluster's type) are pslab.settings' own; the timing table's shape is
+`Cluster.check`'s. A changed copy (`dataclasses.replace`) is checked again.
 """
 from __future__ import annotations
 

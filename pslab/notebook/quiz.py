@@ -25,7 +25,8 @@ from ..training import train
 __all__ = ["Question", "Truth", "question", "questions", "hide_answers", "show_answers",
            "answers_hidden", "QUESTIONS"]
 
-from .question import Bank, Question, Truth, answers_hidden, hide_answers, show_answers  # noqa: F401
+from .question import (Bank, Question, Truth, answers_hidden, hide_answers,  # noqa: F401
+                       show_answers)
 
 
 # ---- the experiments --------------------------------------------------------------------------
