@@ -115,6 +115,23 @@ def test_an_update_kept_while_another_process_dies_is_in_the_partial_run(
     nothing_left(private_tmp)
 
 
+@pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
+def test_a_hung_teardown_after_the_last_step_keeps_the_run(
+        mode, private_tmp, monkeypatch, nothing_left):
+    """Worker 1's gloo teardown hangs after its last step (seen across shaped links): the run
+    is whole, as every process said it was done before tearing down, and the hung process is
+    killed, not waited for (the silence limit is 5 s; the teardown would take 60)."""
+    import slow_teardown
+    from pslab.processes import fsdp
+
+    monkeypatch.setattr(fsdp, "_worker", slow_teardown.worker)
+    started = time.monotonic()
+    run = pslab.train(mode=mode, workers=3, steps=2, backend="processes", timeout=5.0)
+    assert run.complete and [r.step for r in run.history] == [0, 1]
+    assert time.monotonic() - started < 50
+    nothing_left(private_tmp)
+
+
 def test_a_process_killed_from_outside_mid_run_is_named(private_tmp, nothing_left):
     """Someone kills worker 1 (SIGKILL) while the run goes on: the error names its pid."""
     killed = []

@@ -127,52 +127,49 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
     rank, p, m = member.rank, pipe.stages, pipe.microbatches
     dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
                             world_size=p, timeout=timedelta(seconds=3 * timeout + 30))
-    try:
-        data = Digits.load(seed)
-        params = init_params(data.features, hidden, data.classes, seed, layers=pipe.layers)
-        names = layer_names(params)
-        where = rank_of(pipe.schedule, p, pipe.chunks)
-        mine = [k for k in range(pipe.virtual) if where[k] == rank]
-        bounds = layer_bounds(pipe.layers, pipe.virtual)
-        modules = {k: StageModule(params, names, *bounds[k]) for k in mine}
-        spans: list = []
-        step_now = [0]
-        stages = [_timed(PipelineStage(modules[k], k, pipe.virtual, torch.device("cpu")),
-                         spans, step_now) for k in mine]
-        cls = getattr(schedules, TORCH[pipe.schedule])
-        single = issubclass(cls, schedules.PipelineScheduleSingle)
-        loss = torch.nn.functional.cross_entropy
-        schedule = cls(stages[0] if single else stages, m, loss_fn=loss)
-        opt = torch.optim.SGD([q for mod in modules.values() for q in mod.parameters()], lr=lr)
-        member.say("ready")
+    data = Digits.load(seed)
+    params = init_params(data.features, hidden, data.classes, seed, layers=pipe.layers)
+    names = layer_names(params)
+    where = rank_of(pipe.schedule, p, pipe.chunks)
+    mine = [k for k in range(pipe.virtual) if where[k] == rank]
+    bounds = layer_bounds(pipe.layers, pipe.virtual)
+    modules = {k: StageModule(params, names, *bounds[k]) for k in mine}
+    spans: list = []
+    step_now = [0]
+    stages = [_timed(PipelineStage(modules[k], k, pipe.virtual, torch.device("cpu")),
+                     spans, step_now) for k in mine]
+    cls = getattr(schedules, TORCH[pipe.schedule])
+    single = issubclass(cls, schedules.PipelineScheduleSingle)
+    loss = torch.nn.functional.cross_entropy
+    schedule = cls(stages[0] if single else stages, m, loss_fn=loss)
+    opt = torch.optim.SGD([q for mod in modules.values() for q in mod.parameters()], lr=lr)
+    member.say("ready")
+    dist.barrier()
+    for step in range(steps):
+        member.starting(step)
+        step_now[0] = step
+        rows = [data.minibatch(step, 0, i, 1, m, batch) for i in range(m)]
+        x = torch.cat([r[0] for r in rows])
+        y = torch.cat([r[1] for r in rows])
+        args = (x,) if 0 in mine else ()
+        target = y if pipe.virtual - 1 in mine else None
+        schedule.step(*args, target=target)
+        opt.step()
+        opt.zero_grad()
+        kept = {}
+        for mod in modules.values():
+            kept.update(mod.weights())
+        save_tensors(os.path.join(folder, f"stage{rank}.safetensors"), kept, {"step": step})
+        dist.barrier()  # every rank's weights of this step on disk
+        if rank == 0:
+            whole: dict[str, torch.Tensor] = {}
+            for r in range(p):
+                whole.update(load_tensors(os.path.join(folder, f"stage{r}.safetensors"),
+                                          "weights")[1])
+            member.say("scored", step=step, score=score(whole, data))
         dist.barrier()
-        for step in range(steps):
-            member.starting(step)
-            step_now[0] = step
-            rows = [data.minibatch(step, 0, i, 1, m, batch) for i in range(m)]
-            x = torch.cat([r[0] for r in rows])
-            y = torch.cat([r[1] for r in rows])
-            args = (x,) if 0 in mine else ()
-            target = y if pipe.virtual - 1 in mine else None
-            schedule.step(*args, target=target)
-            opt.step()
-            opt.zero_grad()
-            kept = {}
-            for mod in modules.values():
-                kept.update(mod.weights())
-            save_tensors(os.path.join(folder, f"stage{rank}.safetensors"), kept, {"step": step})
-            dist.barrier()  # every rank's weights of this step on disk
-            if rank == 0:
-                whole: dict[str, torch.Tensor] = {}
-                for r in range(p):
-                    whole.update(load_tensors(os.path.join(folder, f"stage{r}.safetensors"),
-                                              "weights")[1])
-                member.say("scored", step=step, score=score(whole, data))
-            dist.barrier()
-            member.finished(step, spans[:])
-            spans.clear()
-    finally:
-        dist.destroy_process_group()
+        member.finished(step, spans[:])
+        spans.clear()
 
 
 def _timed(stage, spans: list, step_now: list):

@@ -154,46 +154,43 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
     # gloo's own limit well past the caller's: the caller names the silent worker first
     dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
                             world_size=workers, timeout=timedelta(seconds=3 * timeout + 30))
-    try:
-        data = Digits.load(seed)
-        model = MLP(init_params(data.features, hidden, data.classes, seed))
-        wrapped = _wrap(model, wrap)
-        opt = torch.optim.SGD(model.parameters(), lr=lr)
-        member.say("ready")
-        dist.barrier()  # every process set up: the first step's all-gather waits for nobody
-        for step in range(steps):
-            member.starting(step)
-            spans: list = []
-            timed = _profiled(spans, step, KINDS[wrap]) if compute is None else \
-                _stamped(spans, step, STAMPED[wrap])
-            with timed:
-                for micro in range(accumulate):
-                    if compute is not None:  # the timing model's compute, slept (across hosts)
-                        timed.sleep(compute[rank])
-                    x, y = data.minibatch(step, rank, micro, workers, accumulate, batch)
-                    with _sync(wrapped, wrap, micro == accumulate - 1):
-                        loss = torch.nn.functional.cross_entropy(wrapped(x), y) / accumulate
-                        loss.backward()
-                opt.step()
-                opt.zero_grad()
-            # the whole weights after each update (FSDP2: a gather every rank joins, outside
-            # the timed step): rank 0 scores them as the simulation does and keeps them on disk
-            # (replaced whole, so a run stopped by a dead process still returns its last update)
-            # timed across hosts (compute given): the last step's only, as the gather and the
-            # barrier would put messages on the shaped links that the timing model has not
-            if compute is None or step == steps - 1:
-                full = {k: v.detach().contiguous() for k, v in _full_weights(model, wrap).items()}
-                if rank == 0:
-                    member.say("scored", step=step, score=score(full, data))
-                    save_tensors(os.path.join(folder, WEIGHTS), {k: full[k] for k in NAMES},
-                                 {"step": step})
-                # a step counts as finished once rank 0 has kept its update: no rank reports it
-                # (or goes on to die in the next one) before, so however a death and rank 0's
-                # last words interleave, the steps the error names are the updates .run holds
-                dist.barrier()
-            member.finished(step, spans)
-    finally:
-        dist.destroy_process_group()
+    data = Digits.load(seed)
+    model = MLP(init_params(data.features, hidden, data.classes, seed))
+    wrapped = _wrap(model, wrap)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    member.say("ready")
+    dist.barrier()  # every process set up: the first step's all-gather waits for nobody
+    for step in range(steps):
+        member.starting(step)
+        spans: list = []
+        timed = _profiled(spans, step, KINDS[wrap]) if compute is None else \
+            _stamped(spans, step, STAMPED[wrap])
+        with timed:
+            for micro in range(accumulate):
+                if compute is not None:  # the timing model's compute, slept (across hosts)
+                    timed.sleep(compute[rank])
+                x, y = data.minibatch(step, rank, micro, workers, accumulate, batch)
+                with _sync(wrapped, wrap, micro == accumulate - 1):
+                    loss = torch.nn.functional.cross_entropy(wrapped(x), y) / accumulate
+                    loss.backward()
+            opt.step()
+            opt.zero_grad()
+        # the whole weights after each update (FSDP2: a gather every rank joins, outside
+        # the timed step): rank 0 scores them as the simulation does and keeps them on disk
+        # (replaced whole, so a run stopped by a dead process still returns its last update)
+        # timed across hosts (compute given): the last step's only, as the gather and the
+        # barrier would put messages on the shaped links that the timing model has not
+        if compute is None or step == steps - 1:
+            full = {k: v.detach().contiguous() for k, v in _full_weights(model, wrap).items()}
+            if rank == 0:
+                member.say("scored", step=step, score=score(full, data))
+                save_tensors(os.path.join(folder, WEIGHTS), {k: full[k] for k in NAMES},
+                             {"step": step})
+            # a step counts as finished once rank 0 has kept its update: no rank reports it
+            # (or goes on to die in the next one) before, so however a death and rank 0's
+            # last words interleave, the steps the error names are the updates .run holds
+            dist.barrier()
+        member.finished(step, spans)
 
 
 def _wrap(model: MLP, wrap: str) -> torch.nn.Module:
