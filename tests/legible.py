@@ -14,14 +14,26 @@ from matplotlib.text import Text
 from PIL import Image
 
 CELL_PX = 590  # a notebook cell at 1024x768 with the file browser open
+SCREEN_PX = 504  # the notebook area's height there (y 91 to 595)
 READABLE_PX = 10.0
 DPI = 80  # pw.setup()'s figure.dpi
 
 
-def png_width(fig: Figure) -> int:
+def png_size(fig: Figure) -> tuple[int, int]:
+    """The inline PNG's (width, height) in pixels, cropped as the inline backend crops it."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight", dpi=fig.dpi)
-    return Image.open(buf).width
+    return Image.open(buf).size
+
+
+def png_width(fig: Figure) -> int:
+    return png_size(fig)[0]
+
+
+def shown_height(fig: Figure, cell_px: int = CELL_PX) -> float:
+    """How many pixels high `fig` shows in a cell `cell_px` wide (shrunk to fit, never grown)."""
+    width, height = png_size(fig)
+    return height * min(1.0, cell_px / width)
 
 
 def shown(artist) -> bool:

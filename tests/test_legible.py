@@ -1,6 +1,7 @@
 """Every figure a notebook shows reads at >= 10 px in a 590-px cell (1024x768, file browser
-open): each is drawn by the very call its notebook cell makes, and its smallest text measured
-where JupyterLab shows it (tests/legible.py). A new figure cell in a notebook fails the
+open) and fits that screen's 504 px of notebook: each is drawn by the very call its notebook
+cell makes, and its smallest text and its height measured where JupyterLab shows it
+(tests/legible.py). A new figure cell in a notebook fails the
 completeness test until it is listed here."""
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pslab.notebook import classic_explore as explore  # noqa: E402
 from pslab.notebook import widgets as pw  # noqa: E402
 from pslab.options import ProcessOptions  # noqa: E402
 
-from legible import DPI, READABLE_PX, texts  # noqa: E402
+from legible import DPI, READABLE_PX, SCREEN_PX, shown_height, texts  # noqa: E402
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 WIDGET = "application/vnd.jupyter.widget-view+json"  # dashboards: drawn in the browser
@@ -209,6 +210,34 @@ def _check(fig) -> None:
 @pytest.mark.parametrize("cell", sorted(CELLS), ids=lambda c: f"{c[0]}:{c[1][:40]}")
 def test_notebook_figure_reads_at_10_px_in_a_590_px_cell(cell, namespace):
     _check(_last_value(cell[1], namespace(CELLS[cell])))
+
+
+# A cell's output sits in a margin of about 12 px above and below (JupyterLab's output area).
+FIGURE_PX = SCREEN_PX - 24
+KNOB_PX = FIGURE_PX - 34  # under a knob's slider row (28 px and its margins)
+# Figures drawn by modules that do not fit them to a screen yet (pslab/drawing/nas_*.py).
+TALLER = {("04_nas_hierarchy", "plot.plot_figure(result)"),
+          ("04_nas_hierarchy", "paper = nas.paper_scale(servers=1)\nplot.plot_tiers(paper, "
+                               "replicas=2)")}
+
+
+@pytest.mark.parametrize("cell", sorted(CELLS), ids=lambda c: f"{c[0]}:{c[1][:40]}")
+def test_notebook_figure_fits_one_screen_at_1024x768(cell, namespace, request):
+    if cell in TALLER:  # strict: a NAS figure that comes to fit fails here until moved out
+        request.applymarker(pytest.mark.xfail(strict=True, reason="drawn taller than a "
+                                              "screen by pslab/drawing/nas_*"))
+    fig = _last_value(cell[1], namespace(CELLS[cell]))
+    assert shown_height(fig) <= FIGURE_PX, f"{shown_height(fig):.0f} px > {FIGURE_PX} px"
+
+
+@pytest.mark.parametrize("draw", [lambda: explore.delay_timeline(16),
+                                  lambda: explore.backup_timeline(4),
+                                  lambda: explore.lr_rule("fixed lr", 0.5)],
+                         ids=["delay 16", "backup 4 (the most rows)", "lr rule"])
+def test_notebook_05_knobs_fit_one_screen_with_their_slider(draw, namespace):
+    namespace([])
+    fig = draw()
+    assert shown_height(fig) <= KNOB_PX, f"{shown_height(fig):.0f} px > {KNOB_PX} px"
 
 
 @pytest.mark.parametrize("draw", [lambda: explore.delay_timeline(0),

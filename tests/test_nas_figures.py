@@ -188,7 +188,7 @@ def test_nas_dashboard_explains_async_ending_later_than_sync_only_when_it_does()
     assert dash.result.makespan > sync.makespan
     assert (f"Why async ends later than sync ({dash.result.makespan:.1f} s vs "
             f"{sync.makespan:.1f} s)") in dash.why.value
-    assert "queue at the 2 shard(s)" in dash.why.value
+    assert "queue at the 2 shards" in dash.why.value
     dash.set(rounds=10)  # async first here (27.9 s against 35.3 s): no line
     assert dash.result.makespan < search(seed=dash.seed, numerics=True,
                                          **dict(dash.settings, mode="sync")).makespan

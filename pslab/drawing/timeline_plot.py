@@ -21,7 +21,7 @@ from matplotlib.path import Path
 from ..checks import flag, number, run_labels, text as a_text
 from .blocks import blocks
 from .palette import EVERY_KIND, KINDS, LABELS, PALETTES
-from .sizes import CELL_IN
+from .sizes import CELL_IN, ROW_MIN_IN, SCREEN_IN
 from .training_plot import check_ax
 from ..result import Run, as_runs
 
@@ -270,7 +270,7 @@ def plot_timeline(run: Run, ax: Axes | None = None, palette: str = "ps",
     check_ax(ax)
     legend, own = flag("legend", legend), ax is None
     if own:  # a cell's width; the legend below the axes, where it costs no width
-        fig = Figure(figsize=(CELL_IN, 0.45 * _row_count(run, palette, column) + 1.8),
+        fig = Figure(figsize=(CELL_IN, fit_screen(1.8, _row_count(run, palette, column), 0.45)),
                      layout="constrained")
         ax = fig.add_subplot()
     plot = TimelinePlot(ax, palette, column=column, label=label, legend=legend and not own)
@@ -297,7 +297,7 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] | None = ("a", "b"),
     figsize = _figsize(figsize)
     rows = max(_row_count(r, palette, column) for r in (run_a, run_b))
     if figsize is None:  # a cell's width either way (side by side leaves less room per run)
-        figsize = (CELL_IN, 0.5 * rows * 2 + 2.6) if stacked else (CELL_IN, 0.4 * rows + 2.6)
+        figsize = (CELL_IN, fit_screen(2.6, 2 * rows, 0.5) if stacked else 0.4 * rows + 2.6)
     fig = Figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(2, 1, sharex=True) if stacked else fig.subplots(1, 2, sharex=True)
     plots = [TimelinePlot(ax, palette, column=column, label=lab, legend=False)
@@ -312,6 +312,14 @@ def compare(run_a: Run, run_b: Run, labels: Sequence[str] | None = ("a", "b"),
     _legend_below(fig, palette, [run_a, run_b])
     fig.pslab_plots = plots
     return fig
+
+
+def fit_screen(fixed: float, rows: int, row: float) -> float:
+    """A figure's height in inches: `fixed` (titles, axis, legend) and `rows` rows of `row`
+    inches, each thinner if that keeps the figure within one screen (SCREEN_IN), but never
+    thinner than ROW_MIN_IN (its name must still read)."""
+    fitted = min(row, (SCREEN_IN - fixed) / max(rows, 1))
+    return fixed + max(fitted, ROW_MIN_IN) * rows
 
 
 def _legend_below(fig: Figure, palette: str, runs: Sequence[Run] = ()) -> None:

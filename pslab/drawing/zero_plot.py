@@ -10,7 +10,7 @@ from ..checks import run_labels
 from ..result import Run, as_runs
 from ..zero import Memory
 from .sizes import CELL_IN
-from .timeline_plot import TimelinePlot, legend_handles
+from .timeline_plot import TimelinePlot, fit_screen, legend_handles
 
 STATES = (("params", "parameters", "#7EA6E0"), ("grads", "gradients", "#E88A8A"),
           ("optimizer", "optimizer states", "#B6D7A8"), ("gathered", "a gathered layer",
@@ -18,19 +18,25 @@ STATES = (("params", "parameters", "#7EA6E0"), ("grads", "gradients", "#E88A8A")
 
 
 def stacked(runs: Sequence[Run], labels: Sequence[str] | None = None) -> Figure:
-    """Several runs' timelines one under the other on one shared time axis."""
+    """Several runs' timelines one under the other on one shared time axis, each titled with
+    its makespan and idle share on one line; the rows thin (sizes.fit_screen) so that five
+    runs of four workers fit one screen."""
     runs = as_runs(list(runs), "runs")
     labels = run_labels(labels, len(runs)) if labels is not None else [r.mode for r in runs]
     rows = [r.workers + len(r.shard_bytes) for r in runs]
-    fig = Figure(figsize=(CELL_IN, sum(0.42 * n + 0.9 for n in rows) + 0.6),
-                 layout="constrained")
-    axes = fig.subplots(len(runs), 1, sharex=True, height_ratios=[n + 1.5 for n in rows])
+    # a one-line title (0.2 in) a run; the time axis and a two-row legend under them (0.95 in)
+    height = fit_screen(0.95 + 0.2 * len(runs), sum(rows), 0.42)
+    fig = Figure(figsize=(CELL_IN, height), layout="constrained")
+    fig.get_layout_engine().set(h_pad=0.02, hspace=0.0)
+    axes = fig.subplots(len(runs), 1, sharex=True, height_ratios=rows)
     xmax = max(r.makespan for r in runs) * 1.02
     plots = []
     for ax, run, label in zip(axes, runs, labels):
         plot = TimelinePlot(ax, label=label, legend=False, text=None)
         plot.update(run, xmax=xmax)
         ax.set_xlabel("")
+        ax.set_title(f"{label}: makespan {run.makespan:.2f} s, workers idle "
+                     f"{run.idle_fraction:.1%}", fontsize=10, pad=2)
         plots.append(plot)
     axes[-1].set_xlabel("virtual time (s)")
     handles = legend_handles("ps", runs)  # up to 7 kinds: two rows fit a cell

@@ -400,46 +400,7 @@ function render({ model, el }) {
     if (now !== null && now !== shownKey && frames.has(now)) show(frames.get(now), now, "ahead");
   }
 
-  // Not live (a notebook opened with its saved widgets, before it has run): the timeline's
-  // view puts a note at the top of its dashboard, in place of the status, saying it is a
-  // picture and what to press. The kernel's answer to "hello", or any data it sends, takes
-  // the note away.
-  let live = false, note = null, tries = 0;
-  function alive() {
-    live = true;
-    if (note) { note.closest(".pslab-dashboard")?.classList.remove("pslab-picture"); note.remove(); note = null; }
-  }
-  function picture() {
-    if (live || note || !el.classList.contains("pslab-timeline")) return;
-    const dash = el.closest(".pslab-dashboard");
-    if (!dash) { if (tries++ < 20) setTimeout(picture, 500); return; }
-    // ipywidgets marks a view whose model has no kernel behind it "disconnected"
-    const saved = ".jupyter-widgets-disconnected";
-    if (!(dash.matches(saved) || dash.querySelector(saved))) return;
-    if (!document.getElementById("pslab-picture-style")) {
-      const style = document.createElement("style");
-      style.id = "pslab-picture-style";
-      // no status ("ready" would be a lie), no broken-link marks, controls greyed
-      style.textContent = ".pslab-picture .pslab-status { display: none; }\n" +
-        ".pslab-picture .jupyter-widgets-disconnected::before, " +
-        ".pslab-picture.jupyter-widgets-disconnected::before { content: none !important; " +
-        "display: none !important; }\n" +
-        ".pslab-picture :is(.widget-slider, .widget-dropdown) { opacity: 0.55; }";
-      document.head.append(style);
-    }
-    note = document.createElement("div");
-    note.className = "pslab-not-live";
-    note.style.cssText = "font:bold 13px/1.3 sans-serif;color:#7a4a00;background:#fff4e0;" +
-      "border:1px solid #b26a00;padding:3px 6px;margin:2px 4px";
-    note.textContent = "Not live yet: a picture saved with the notebook. The controls move " +
-      "nothing until the notebook runs: choose Run ▸ Run All Cells, then use them.";
-    dash.prepend(note);
-    dash.classList.add("pslab-picture");
-  }
-  setTimeout(picture, 300);
-
   model.on("msg:custom", (msg, buffers) => {
-    if (msg && msg.live) { alive(); return; }
     if (msg && msg.forget) { frames.clear(); return; }
     if (!msg || msg.ahead === undefined) return;
     keep(msg.ahead, lower(msg.panels, buffers || []));
@@ -452,7 +413,7 @@ function render({ model, el }) {
       controls = models;
       for (const m of models) m.on("change", moved);
     }, () => { controls = []; });
-  model.on("change:panels", () => { alive(); received(); });
+  model.on("change:panels", received);
   model.on("change:key", received);
   model.on("change:legend", schedule);
   model.on("change:layout_spec", schedule);
@@ -460,7 +421,7 @@ function render({ model, el }) {
   watcher.observe(root);
   schedule();
   return () => {
-    watcher.disconnect(); alive();
+    watcher.disconnect();
     for (const m of controls) m.off("change", moved);
   };
 }

@@ -16,9 +16,7 @@ A dashboard may also key its frames by its controls' values (`keyed`: the contro
 (`ahead`): the page keeps them and draws the one for the controls' values the moment a control
 moves, and a kernel frame of values the controls have already left is kept but not drawn.
 
-A view with no kernel behind it (a notebook opened with its saved widgets, before it runs)
-says so at the top of its dashboard, in place of the status, and what to press; the kernel
-answers each view's hello (`{"live": true}`), which takes that note away.
+A new view says hello: the frames it keeps start empty (`kept` is cleared).
 """
 from __future__ import annotations
 
@@ -60,7 +58,6 @@ class BrowserFigure(anywidget.AnyWidget):
     def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("hello"):
             self.kept.clear()
-            self.send({"live": True})  # the page's note "not live yet" goes
 
     def _keep(self, key: str) -> None:
         self.kept.pop(key, None)

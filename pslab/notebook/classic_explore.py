@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from ..cluster import Cluster
+from ..drawing.sizes import SCREEN_IN, SLIDER_IN
 from ..modes import SSP, Backup
 from ..result import Run
 from ..training import train
@@ -76,33 +77,55 @@ def _timeline(run: Run, title: str) -> Figure:
 
     fig = mark_notes(plot_timeline(run, legend=False), run)
     fig.axes[0].set_title(title, fontsize=10)
+    # the knob's slider row is above it: the two fit one screen (rows thin, names still read)
+    fig.set_figheight(min(fig.get_figheight(), SCREEN_IN - SLIDER_IN))
     return fig
 
 
-def knob(draw: Callable[..., Figure], **controls: Any) -> Any:
-    """An ipywidgets panel: `draw(**values)` redrawn whenever a control moves."""
-    import ipywidgets as W
-    from IPython.display import display
+class Knob:
+    """An ipywidgets panel: `draw(**values)` redrawn whenever a control moves. Saved with its
+    notebook and opened before the notebook runs, it says so at its top (`LiveNote`)."""
 
-    def show(**values):
-        display(draw(**values))
+    def __init__(self, draw: Callable[..., Figure], **controls: Any):
+        import ipywidgets as W
+        from IPython.display import display
 
-    return W.interactive(show, **controls)
+        from .live_note import LiveNote
+
+        def show(**values):
+            display(draw(**values))
+
+        self.names = list(controls)
+        self.panel = W.interactive(show, **controls)
+        self.widget = W.VBox([LiveNote(), self.panel])
+        self.widget.add_class("pslab-knob")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from .progress import widget_bundle
+
+        bundle = widget_bundle(self.widget, include, exclude)
+        bundle["text/plain"] = f"pslab knob: {', '.join(self.names)}"  # nbval compares it
+        return bundle
 
 
-def explore_delay() -> Any:
+def knob(draw: Callable[..., Figure], **controls: Any) -> Knob:
+    """A `Knob`: `draw(**values)` redrawn whenever a control moves."""
+    return Knob(draw, **controls)
+
+
+def explore_delay() -> Knob:
     """τ from 0 to 16 (section 1 of notebook 05)."""
     import ipywidgets as W
     return knob(delay_timeline, tau=W.IntSlider(0, 0, 16, description="τ"))
 
 
-def explore_backup() -> Any:
+def explore_backup() -> Knob:
     """b from 0 to 4 backup workers (section 4)."""
     import ipywidgets as W
     return knob(backup_timeline, b=W.IntSlider(0, 0, 4, description="backups b"))
 
 
-def explore_lr_rule() -> Any:
+def explore_lr_rule() -> Knob:
     """fixed lr or lr/τ, and the lr itself (section 2)."""
     import ipywidgets as W
     return knob(lr_rule, rule=W.ToggleButtons(options=["fixed lr", "lr/τ"], description="rule"),

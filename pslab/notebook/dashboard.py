@@ -26,6 +26,9 @@ A subclass builds its `controls` (name -> widget, in the order they are laid out
 memory bars, captions) go under the two main plots; a control added to `controls` before
 `__init__` (e.g. a link model) joins the columns.
 
+A saved dashboard opened before its notebook runs says at its top that it is a picture and
+what to press, and shows no status (`LiveNote`).
+
 Layout (one screen at 1024x768 with JupyterLab's file browser open: about 500 px of a
 577-px-wide cell): the controls in two columns, one line of status, the bold numbers and the
 lines that explain them, then the timeline and the main curve; the rest under them.
@@ -43,6 +46,7 @@ import ipywidgets as W
 
 from .browser_figure import BrowserFigure
 from .controls import check_settle_delay, within
+from .live_note import LiveNote
 from .prefetch import Ahead
 from .progress import widget_bundle
 
@@ -108,7 +112,8 @@ class DashboardBase(Ahead):
         plots = W.HBox(main, layout=W.Layout(flex_flow="row wrap", width="100%",
                                              align_items="flex-start"))
         # (a slider's 28-px inner row overflows its 23-px box by a few px: padded in)
-        return W.VBox([columns, texts, plots, *extra, self.code],
+        # at the top: "Not live yet" while no kernel is behind a saved view (live_note.js)
+        return W.VBox([LiveNote(), columns, texts, plots, *extra, self.code],
                       layout=W.Layout(width="100%", max_width="1200px", padding="3px 0 0 0"))
 
     # ---- hooks ------------------------------------------------------------------------------

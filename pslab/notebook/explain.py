@@ -5,10 +5,11 @@ Three surprises a student meets at once, and misreads without a word:
 - async and SSP apply every worker's push at the full learning rate, where sync applies the
   mean of the N gradients: one round of pushes moves the weights N times as far (SSP(0) is sync
   at N x lr), so at a learning rate tuned for sync they train worse or diverge;
-- async can end later than sync: no mode ends before the straggler has made its steps, and
-  async applies every push as an update of its own (N per round where sync applies one), which
-  keeps the shards busy; on links that carry one transfer at a time (the seed figures') its
-  pushes also wait for the other workers' fetches, where a real (duplex) link carries both.
+- async can end later than sync: both end just after the last push of the worker that ends
+  last (the straggler), which computes and sends as long in both; what differs is how long it
+  waits: sync's for its rounds' updates, async's at the shards, behind updates (N per round
+  where sync applies one) and the other workers' pushes (on links that carry one transfer at a
+  time, the seed figures', also their fetches);
 - sync itself blows up at a large learning rate: its one averaged step overshoots;
 - a latency-bound transfer's share of the run grows as the run gets shorter (more shards)
   while its time stays the same.
@@ -64,26 +65,59 @@ def later_reason(run: Run, sync: Run, straggler: bool, links: str = "duplex") ->
 
 
 def later_causes(run: Run, sync: Run, straggler: bool, links: str = "duplex") -> list[str]:
-    """The causes `later_reason` names, each a clause (the command line's demo says them too)."""
-    shards = len(run.shard_bytes)
-    causes = []
-    if straggler:
-        causes.append("nothing ends before the slow G0 is done")
-    busy, sync_busy = (total(r.timeline, "update") / max(shards, 1) for r in (run, sync))
-    if run.updates > sync.updates and busy > sync_busy:
-        causes.append(f"its {run.updates} pushes are {run.updates} updates (sync: "
-                      f"{sync.updates}), {busy:.1f} s of updating a shard (sync {sync_busy:.1f})")
-    if run.queue_time > sync.queue_time:
-        where = (f"at the {_shards(shards)}, whose links carry one transfer at a time: a push "
-                 f"waits for the others' fetches" if links == "one-at-a-time" else
-                 f"at the {_shards(shards)}")
-        causes.append(f"its transfers queue {where} ({run.queue_time:.1f} GPU-s queued, sync "
-                      f"{sync.queue_time:.1f})")
-    if run.barrier_time > 0:
-        causes.append(f"workers wait {run.barrier_time:.1f} GPU-s at the staleness bound")
-    if not causes:
-        causes.append("the order its pushes take on the shards")
+    """The causes `later_reason` names, each a clause (the command line's demo says them too).
+
+    Both runs end a little after the last push of the worker that finishes last in `run`; up
+    to that push the worker computes and sends, or waits. Each clause gives one of these three
+    times in both runs, so that they add up to each makespan (to the hundredth of a second
+    shown): what is left is where the runs differ, the worker's waiting."""
+    w = last_worker(run)
+    who = f"the slow G{w}" if straggler and w == 0 else f"G{w}"
+    (end, waits, queued, bound), (s_end, s_waits, _, _) = _waits(run, w), _waits(sync, w)
+    tail, s_tail = run.makespan - end, sync.makespan - s_end
+    work, s_work = end - waits, s_end - s_waits
+    if _same(tail, s_tail) and _same(work, s_work):
+        causes = [f"in both, {who} computes and sends for {work:.2f} s and the run ends "
+                  f"{tail:.2f} s after its last push"]
+    else:
+        causes = [f"{who} computes and sends for {work:.2f} s (sync {s_work:.2f} s) and the run "
+                  f"ends {tail:.2f} s after its last push (sync {s_tail:.2f} s)"]
+    shards = _shards(len(run.shard_bytes))
+    where = (f"at the {shards}, whose links carry one transfer at a time, for updates and "
+             f"others' transfers" if links == "one-at-a-time" else
+             f"at the {shards} for updates and others' pushes")
+    applied = (f" ({run.updates} updates to apply, sync {sync.updates})"
+               if run.updates > sync.updates else "")
+    bound_part = f" and {bound:.2f} s at the staleness bound" if bound > 0 else ""
+    mine = (f"{queued:.2f} s {where}{applied}{bound_part}" if queued > 0 or bound > 0
+            else f"{waits:.2f} s")
+    causes.append(f"but it waits {mine}; sync's G{w} waits {s_waits:.2f} s for its rounds' "
+                  f"updates")
     return causes
+
+
+def last_worker(run: Run) -> int:
+    """The worker whose last span ends last (the lowest number on a tie)."""
+    ends = [0.0] * run.workers
+    for s in run.timeline:
+        if s.worker is not None and 0 <= s.worker < run.workers and s.kind != "idle":
+            ends[s.worker] = max(ends[s.worker], s.end)
+    return max(range(run.workers), key=lambda w: (ends[w], -w))
+
+
+def _waits(run: Run, w: int) -> tuple[float, float, float, float]:
+    """Worker w's last push's end, and its idle time before it: all of it, the part queued at a
+    shard and the part at a staleness bound (SSP)."""
+    mine = [s for s in run.timeline if s.worker == w]
+    end = max((s.end for s in mine if s.kind != "idle"), default=0.0)
+    idle = [(min(s.end, end) - s.start, s.note) for s in mine
+            if s.kind == "idle" and s.start < end]
+    bound = sum(t for t, note in idle if note == "barrier") if run.mode.startswith("SSP") else 0.0
+    return (end, sum(t for t, _ in idle), sum(t for t, note in idle if note == "queue"), bound)
+
+
+def _same(a: float, b: float) -> bool:
+    return round(a, 2) == round(b, 2)
 
 
 def latency_note(run: Run, latency: float, bandwidth: float) -> str | None:

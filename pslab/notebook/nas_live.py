@@ -32,7 +32,7 @@ from ..drawing.sizes import CELL_IN
 from .browser_figure import BrowserFigure
 from .livefigure import png_bytes
 from .controls import check_settle_delay, dress, within
-from .dashboard import TEXT_STYLE, DashboardBase
+from .dashboard import TEXT_STYLE, DashboardBase, count
 from .nas_browser_tiers import (REWARDS_LAYOUT, REWARDS_LEGEND, TIERS_LAYOUT, TIERS_LEGEND,
                             rewards_panel, tiers_panel)
 from ..nas.front import random_search, search
@@ -199,7 +199,8 @@ class Dashboard(DashboardBase):
         return (f"<div style='{TEXT_STYLE};color:#444'>"
                 f"Why async ends later than sync ({self.result.makespan:.1f} s vs "
                 f"{sync.makespan:.1f} s): every replica's pushes are applied one at a time and "
-                f"queue at the {s['servers']} shard(s) behind the other replicas' pushes.</div>")
+                f"queue at the {count(s['servers'], 'shard')} behind the other replicas' "
+                "pushes.</div>")
 
     def snapshot_figures(self) -> tuple[Figure, Figure]:
         """The timeline and the reward curves drawn by matplotlib (what `snapshot` saves)."""
