@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -439,6 +440,28 @@ def _switch_mode_to_diverge(driver, dash_css: str, name: str) -> str:
     return text
 
 
+def _most_rows_all_named(driver, dash_css: str, img, name: str) -> None:
+    """The workers and (where there is one) the shards slider at their ends: the most rows the
+    timeline shows. A core dashboard (figure 000/001's palettes) names every one of them, in
+    columns taking turns where they are close (browser_figure.js)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    if not driver.find_elements(By.CSS_SELECTOR, f"{dash_css} .pslab-staleness"):
+        return  # NAS, ZeRO, pipelines: their own rows (the NAS note says which are drawn)
+    for part in ("workers", "shards"):
+        for handle in driver.find_elements(By.CSS_SELECTOR, f"{dash_css} .pslab-{part} "
+                                                            ".noUi-handle"):
+            handle.send_keys(Keys.END)
+    _wait(driver, STATUS_READY, timeout=120, what=f"{name}: ready at the most workers")
+    readout = driver.execute_script(f"return document.querySelector('{dash_css} .pslab-workers"
+                                    " .widget-readout').textContent.trim();")
+    assert readout == "16", f"{name}: the workers slider at {readout}"
+    every, columns = img.get_attribute("data-every"), img.get_attribute("data-columns")
+    assert every == "1", f"{name}: at 16 workers 1 row in {every} named"
+    assert int(columns) >= 2, f"{name}: 16 workers' names in {columns} column(s)"
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, capsys):
     from selenium.webdriver.common.by import By
@@ -505,6 +528,7 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
         # every row of the timeline named, or a note on it says which (browser_figure.js)
         every, note = img.get_attribute("data-every"), img.get_attribute("data-note") or ""
         assert every in (None, "1") or "named" in note, f"{name}: rows left unnamed"
+        _most_rows_all_named(driver, dash_css, img, name)
         hashes = probe["hashes"]
         assert len(set(hashes)) == len(hashes), f"{name}: a key press left the plot unchanged"
         assert before_png != after_png, f"{name}: the timeline on screen did not change"
@@ -600,17 +624,34 @@ def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presente
         raise
 
 
-# a saved dashboard's note, whether a "ready" shows, and how many broken-link marks show
+# a saved dashboard's (or knob's) note, whether a "ready" shows, and how many broken-link marks
+# show; arguments[0]: which (a CSS selector), arguments[1]: its index on the page
 NOT_LIVE = """
-const dash = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .pslab-dashboard');
+const all = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) ' + arguments[0]);
+const dash = all[arguments[1] || 0];
 const note = dash && dash.querySelector('.pslab-not-live');
 if (!note || !note.getBoundingClientRect().height) return null;
 const shown = el => el.getBoundingClientRect().height > 0;
-return {note: note.innerText,
+return {note: note.innerText, count: all.length,
         ready_shown: [...dash.querySelectorAll('[data-state=ready]')].filter(shown).length,
         broken: [...dash.querySelectorAll('.jupyter-widgets-disconnected')].filter(el =>
             !['none', ''].includes(getComputedStyle(el, '::before').content)).length};
 """
+
+
+@contextmanager
+def _saved(name: str):
+    """JupyterLab showing the widgets `name` saved (trusted, ipywidgets' "saveState" on), its
+    kernel not run, and a browser on it; yields (driver, log_path)."""
+    _require_browser()
+    with tempfile.TemporaryDirectory(prefix="pslab-saved-") as tmp:
+        env = dict(os.environ, JUPYTER_DATA_DIR=tmp)  # its own trust database
+        subprocess.run([sys.executable, "-m", "jupyter", "trust", str(ROOT / "notebooks" / name)],
+                       env=env, check=True, capture_output=True, timeout=60)
+        with jupyterlab(ROOT / "notebooks", env, widget_state=True) as (base, log_path), \
+                chromium(SIZES["large"]) as driver:
+            _open(driver, base, name)
+            yield driver, log_path
 
 
 def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
@@ -618,35 +659,55 @@ def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
     dashboard's timeline and curves from the data the notebook saved, and says at its top that
     it is a picture until the notebook runs (never "ready"); an untrusted notebook shows the
     static matplotlib picture instead (JupyterLab renders no widget there)."""
-    _require_browser()
     name = "02_sync_vs_async.ipynb"
-    with tempfile.TemporaryDirectory(prefix="pslab-saved-") as tmp:
-        env = dict(os.environ, JUPYTER_DATA_DIR=tmp)  # its own trust database
-        subprocess.run([sys.executable, "-m", "jupyter", "trust", str(ROOT / "notebooks" / name)],
-                       env=env, check=True, capture_output=True, timeout=60)
-        with jupyterlab(ROOT / "notebooks", env, widget_state=True) as (base, log_path), \
-                chromium(SIZES["large"]) as driver:
-            try:
-                _open(driver, base, name)
+    with _saved(name) as (driver, log_path):
+        try:
+            driver.execute_script(
+                "const w = window.jupyterapp.shell.currentWidget; const i = w.content.widgets"
+                ".findIndex(c => c.model.sharedModel.getSource().includes('pw.dashboard('));"
+                "w.content.activeCellIndex = i; w.content.scrollToItem(i, 'start');")
+            drawn = _wait(driver, "return [...document.querySelectorAll("
+                          "'.pslab-dashboard :is(.pslab-timeline, .pslab-training) canvas')]"
+                          ".filter(c => +c.dataset.frame > 0 && c.width > 100).length;",
+                          timeout=90, what="the saved dashboard's plots")
+            assert drawn == 2
+            assert _wait(driver, HOVER, (".jp-NotebookPanel:not(.lm-mod-hidden)",),
+                         timeout=10, what="a saved block's hover details")
+            # it says plainly that it is a picture and what to press; never "ready", no
+            # broken-link marks on its parts
+            said = _wait(driver, NOT_LIVE, (".pslab-dashboard", 0), timeout=20,
+                         what="the saved dashboard's note")
+            assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
+            assert said["ready_shown"] == 0 and said["broken"] == 0, said
+            _shoot(driver, "saved_02", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
+                   ".pslab-dashboard")
+        except Exception:
+            with capsys.disabled():
+                print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
+            raise
+
+
+def test_notebook_05s_saved_knobs_say_they_are_pictures(capsys):
+    """Notebook 05's knobs (ipywidgets.interactive over a matplotlib picture), opened before
+    the notebook runs: each says at its top that it is a picture and what to press, and shows
+    no broken-link marks (pslab.notebook.live_note, as the dashboards)."""
+    with _saved("05_classic_results.ipynb") as (driver, log_path):
+        try:
+            knobs = _wait(driver, "return document.querySelectorAll('.jp-NotebookPanel:not("
+                          ".lm-mod-hidden) .pslab-knob').length;", timeout=90,
+                          what="the saved knobs")
+            assert knobs == 3
+            for k in range(knobs):
                 driver.execute_script(
-                    "const w = window.jupyterapp.shell.currentWidget; const i = w.content.widgets"
-                    ".findIndex(c => c.model.sharedModel.getSource().includes('pw.dashboard('));"
-                    "w.content.activeCellIndex = i; w.content.scrollToItem(i, 'start');")
-                drawn = _wait(driver, "return [...document.querySelectorAll("
-                              "'.pslab-dashboard :is(.pslab-timeline, .pslab-training) canvas')]"
-                              ".filter(c => +c.dataset.frame > 0 && c.width > 100).length;",
-                              timeout=90, what="the saved dashboard's plots")
-                assert drawn == 2
-                assert _wait(driver, HOVER, (".jp-NotebookPanel:not(.lm-mod-hidden)",),
-                             timeout=10, what="a saved block's hover details")
-                # it says plainly that it is a picture and what to press; never "ready", no
-                # broken-link marks on its parts
-                said = _wait(driver, NOT_LIVE, timeout=20, what="the saved dashboard's note")
+                    "document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
+                    ".pslab-knob')[arguments[0]].scrollIntoView();", k)
+                said = _wait(driver, NOT_LIVE, (".pslab-knob", k), timeout=20,
+                             what=f"knob {k}'s note")
                 assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
-                assert said["ready_shown"] == 0 and said["broken"] == 0, said
-                _shoot(driver, "saved_02", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
-                       ".pslab-dashboard")
-            except Exception:
-                with capsys.disabled():
-                    print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
-                raise
+                assert said["broken"] == 0, said
+            _shoot(driver, "saved_05", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
+                   ".pslab-knob")
+        except Exception:
+            with capsys.disabled():
+                print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
+            raise

@@ -231,17 +231,29 @@ function render({ model, el }) {
       yticks = vs.map(v => [v, tickText(v, L.yfmt)]);
     }
     // rows closer than a line of text: their names in a smaller font, down to MIN_FONT; closer
-    // still, every k-th named, and a note under the axis says so (the plot keeps its height:
-    // the controls, the numbers and the curves stay on one screen at any number of rows)
+    // still, the names take turns in k columns (row i in column i mod k, a thin line to its
+    // row), their short form (a shard's "S0", the hover names its tensors); where k columns do
+    // not fit the margin, every k-th is named and a note under the axis says so (the plot keeps
+    // its height: the controls, the numbers and the curves stay on one screen at any rows)
     const spacing = yticks.length > 1 ? Math.abs(sy(yticks[1][0]) - sy(yticks[0][0])) : font;
     const rowFont = Math.max(MIN_FONT, Math.min(font, Math.floor(spacing)));
-    const every = Math.max(1, Math.ceil(rowFont / Math.max(spacing, 1) - 1e-9));
+    const k = Math.max(1, Math.ceil(rowFont / Math.max(spacing, 1) - 1e-9));
     g.font = `${rowFont}px sans-serif`;
-    yticks.forEach(([v, text], k) => {
-      if (k % every) return;
+    const names = yticks.map(([v, text]) => (k > 1 ? String(text).split(":")[0] : text));
+    const column = k > 1 ? Math.max(...names.map(t => g.measureText(t).width)) + 8 : 0;
+    const turns = k > 1 && p.yticks && k * column <= L.left - 6;
+    const every = turns ? 1 : k;
+    yticks.forEach(([v, text], i) => {
+      if (i % every) return;
       const y = sy(v);
-      g.fillText(text, box.left - 5, y);
+      const x = box.left - 5 - (turns ? (i % k) * column : 0);
+      if (turns && i % k) {
+        g.strokeStyle = "#999"; g.lineWidth = 0.6;
+        g.beginPath(); g.moveTo(x + 2, y); g.lineTo(box.left - 2, y); g.stroke();
+      }
+      g.fillText(turns ? names[i] : text, x, y);
     });
+    if (p.yticks) canvas.dataset.columns = String(turns ? k : 1);
     g.font = `${font}px sans-serif`;
     g.textAlign = "center";
     const notes = [p.note, every > 1 && p.yticks ? `1 row in ${every} named: a hover names each`

@@ -51,7 +51,8 @@ def plain_row(label: str) -> str:
 
 
 def timeline_layout(palette: str) -> dict[str, Any]:
-    left = 64 if palette == "accumulation" else 124  # px of row labels (shard rows are long)
+    # px of row names: shard rows are long; 16 GPU rows name every row in two columns of "GPU15"
+    left = 100 if palette == "accumulation" else 124
     return {"height": TIMELINE_PX, "font": FONT, "panels": [dict(
         share=1.0, left=left, right=10, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
         yinvert=True, zoom=True)]}

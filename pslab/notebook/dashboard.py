@@ -147,7 +147,7 @@ class DashboardBase(Ahead):
         return f"pslab dashboard ({self.preset}): {self.describe()}"
 
     def ready_text(self) -> str:
-        return "ready"
+        return "ready: every number, line and curve here is of these controls"
 
     def current(self, drawn: Any) -> bool:
         """True when everything on screen is of the controls' values (`drawn`: what the slow

@@ -152,9 +152,6 @@ class Dashboard(DashboardBase):
     def code_text(self) -> str:
         return self.settings.code()
 
-    def ready_text(self) -> str:
-        return f"ready ({changes(len(self.latencies_ms))})"
-
     def snapshot(self) -> bytes:
         return snapshot_of(self.view)
 
@@ -188,11 +185,6 @@ class Dashboard(DashboardBase):
 
     def __repr__(self) -> str:
         return f"Dashboard({self.preset!r}, {self.settings.code()})"
-
-
-def changes(n: int) -> str:
-    """"1 change", "3 changes": a count said in words."""
-    return count(n, "change")
 
 
 def describe(run: Run | None) -> str:
