@@ -192,6 +192,10 @@ class Staged:
         """The mode's arguments as plain values."""
         raise NotImplementedError
 
+    def refusal_on_processes(self) -> str | None:
+        """Why real processes cannot run this mode, naming the argument, or None."""
+        return None
+
 
 def policy_from_name(name: str) -> Policy:
     """The mode a policy's name names ("sync", "SSP(2)", "Backup(1)", ...): for files read

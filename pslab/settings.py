@@ -126,6 +126,9 @@ class Settings:
                                           "the clock,")
             integer("stages (one process each on backend='processes')", mode.stages,
                     high=PIPELINE_RANKS)
+            why = mode.refusal_on_processes()
+            if why:
+                raise ValueError(why)
             if mode.replicas != 1:
                 raise ValueError(f"replicas must be 1 on backend='processes' (one pipeline; "
                                  f"data-parallel pipelines run on the virtual clock) (got "

@@ -114,3 +114,41 @@ def test_links_add_time_and_spans():
     assert {"send", "recv", "forward", "backward", "idle"} <= kinds
     assert not {"send", "recv"} & {s.kind for s in free.timeline}
     assert all(s.note == "bubble" for s in slow.timeline if s.kind == "idle")
+
+
+ZB_TIMES = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0]  # dyadic: every sum below is exact
+
+
+def zb_h2_cases():
+    """Seeded (p, m >= 2p − 1, F, I, W) with I <= F and 2W <= F + I (unit times among them)."""
+    rng = random.Random(302)
+    out = [(p, max(m, 2 * p - 1), 1.0, 1.0, 1.0) for p, m in CASES]
+    while len(out) < 2 * len(CASES):
+        p = rng.randint(1, 8)
+        f, i, w = (rng.choice(ZB_TIMES) for _ in range(3))
+        if i <= f and 2 * w <= f + i:
+            out.append((p, rng.randint(2 * p - 1, 32), f, i, w))
+    return out
+
+
+@pytest.mark.parametrize("p,m,f,i,w", zb_h2_cases())
+def test_zb_h2_bubble_inside_each_ranks_window(p, m, f, i, w):
+    """ZB-H2 (Qi et al. 2024): each rank idle at most (p − 1)(F + I − 2W) between its first and
+    last action, rank 0 exactly (0 at F = I = W: the parallelogram), 2p − 1 activations held
+    on every rank. Its synchronous span is ZB-H1's at most: the gain needs the optimizer's
+    sync bypassed (rank_idle), not the flush pslab and PyTorch take."""
+    r = run("zb-h2", p, m, times=(f, i + w, w))
+    want = (p - 1) * (f + i - 2 * w)
+    assert r.rank_idle[0] == want and max(r.rank_idle) == want
+    assert r.activations == [2 * p - 1] * p
+    h1 = run("zb-h1", p, m, times=(f, i + w, w)) if m % max(1, m // p) == 0 else None
+    if h1 is not None:
+        assert r.span <= h1.span
+        if f == i == w:
+            assert r.span == h1.span == (m * 3 + p - 1) * f and max(h1.rank_idle) > 0 or p == 1
+
+
+def test_zb_h2_outside_its_conditions_is_not_claimed():
+    """I > F: the unit-time order no longer fits; rank 0 waits more than the formula."""
+    r = run("zb-h2", 4, 8, times=(0.5, 2.0 + 0.75, 0.75))
+    assert r.rank_idle[0] > 3 * (0.5 + 2.0 - 1.5)

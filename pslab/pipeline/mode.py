@@ -12,7 +12,7 @@ import math
 
 from ..checks import integer, number
 from ..modes import Staged
-from .schedules import CHUNKS, SCHEDULES, SPLIT, refusal
+from .schedules import CHUNKS, ON_TORCH, SCHEDULES, SPLIT, refusal
 
 MOST_STAGES = 64  # ranks of a simulated pipeline (the process backend allows fewer)
 MOST_MICRO = 1024
@@ -72,6 +72,14 @@ class Pipeline(Staged):
     def split(self) -> bool:
         """True when the schedule splits the backward into I and W (the zero-bubble ones)."""
         return self.schedule in SPLIT
+
+    def refusal_on_processes(self) -> str | None:
+        """Processes run PyTorch's own schedule classes: the schedules it has."""
+        if self.schedule not in ON_TORCH:
+            return (f"schedule {self.schedule!r} runs on the virtual clock only: "
+                    f"torch.distributed.pipelining has no such schedule class (on processes: "
+                    f"{', '.join(map(repr, ON_TORCH))})")
+        return None
 
     def plain(self) -> dict:
         """The arguments as plain values (a run's config, files read back)."""

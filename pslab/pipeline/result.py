@@ -7,6 +7,7 @@ backward, the flush's update excluded, as the papers draw it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,19 @@ class PipelineRun(Run):
         """Megatron's definition: bubble time over the ideal (compute-only) time of the busiest
         rank; (p − 1)/m for GPipe and 1F1B, (p − 1)/(v·m) interleaved."""
         return self.bubble_time / max(self.busy())
+
+    @property
+    def rank_idle(self) -> list[float]:
+        """Per rank, seconds idle between its own first and last action: the bubble when
+        steps overlap across ranks instead of meeting at a synchronous flush (ZB-H2 bypasses
+        the optimizer's sync for this: each rank steps when its own W's are done). For ZB-H2
+        with m >= 2p − 1, I <= F and 2W <= F + I: at most (p − 1)(F + I − 2W), rank 0's
+        exactly; 0 at F = I = W."""
+        first = [math.inf] * self.workers
+        last = [0.0] * self.workers
+        for o in self.ops:
+            first[o.rank], last[o.rank] = min(first[o.rank], o.start), max(last[o.rank], o.end)
+        return [b - a - c for a, b, c in zip(first, last, self.busy())]
 
     @property
     def activations(self) -> list[int]:

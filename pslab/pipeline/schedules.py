@@ -16,6 +16,7 @@ formulas, written out here; tests/test_pipeline_torch.py compares them over a gr
 | looped-bfs | 1-4 | loop | ScheduleLoopedBFS | Lamy-Poirier 2023 (Breadth-First PP) |
 | zb-h1 | 1-4 | loop | ScheduleInterleavedZeroBubble | Qi et al. 2024 (ZB-H1; v > 1: ZB1P) |
 | zbv | 2 | V | ScheduleZBVZeroBubble | Qi et al. 2024 (ZB-V) |
+| zb-h2 | 1 | loop | none (torch 2.13 has no ZB-H2) | Qi et al. 2024 (ZB-H2) |
 
 Placement "loop": virtual stage k lives on rank k mod p; "V": rank r holds stages r and
 2p − 1 − r, so the model goes down the ranks and back up.
@@ -24,10 +25,11 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zbv")
+SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zbv", "zb-h2")
 CHUNKS = {"gpipe": (1,), "1f1b": (1,), "interleaved-1f1b": (1, 2, 3, 4), "looped-bfs": (1, 2, 3, 4),
-          "zb-h1": (1, 2, 3, 4), "zbv": (2,)}
-SPLIT = ("zb-h1", "zbv")  # the schedules that split the backward into I and W
+          "zb-h1": (1, 2, 3, 4), "zbv": (2,), "zb-h2": (1,)}
+SPLIT = ("zb-h1", "zbv", "zb-h2")  # the schedules that split the backward into I and W
+ON_TORCH = SCHEDULES[:6]  # the ones torch.distributed.pipelining has (processes run those)
 
 
 class Action(NamedTuple):
@@ -76,7 +78,9 @@ def orders(schedule: str, ranks: int, micro: int, chunks: int = 1) -> list[list[
     if why:
         raise ValueError(why)
     make = {"gpipe": _gpipe, "1f1b": _one_f_one_b, "interleaved-1f1b": _interleaved,
-            "looped-bfs": _looped_bfs, "zb-h1": _zero_bubble, "zbv": _zbv}[schedule]
+            "looped-bfs": _looped_bfs, "zb-h1": _zero_bubble, "zbv": _zbv}.get(schedule)
+    if make is None:  # zb-h2: the ranks' lists are made together
+        return _zb_h2(ranks, micro)
     return [make(r, ranks, micro, chunks) for r in range(ranks)]
 
 
@@ -206,6 +210,45 @@ def _zbv(r: int, p: int, m: int, v: int) -> list[Action]:
     while count[(down, "W")] < count[(down, "I")]:
         add(down, "W")
     return [a for a in out if a.micro < m]
+
+
+def _zb_h2(p: int, m: int) -> list[list[Action]]:
+    """ZB-H2: zero-bubble with more warm-up forwards. Written by running the ranks at unit
+    times (F = I = W = 1, free links), each rank at every tick taking the first of: its next
+    I if the gradient is there, else its next F if its input is there and it holds fewer than
+    2p − 1 activations, else its oldest pending W. Rank r so runs 2(p − 1 − r) + 1 forwards
+    before its first I, and its W's gather at the tail: the step is a parallelogram, every
+    rank busy from its first action to its last (Qi et al. 2024, Fig. 4), 2p − 1 activations
+    held on every rank when m >= 2p − 1."""
+    cap, late = 2 * p - 1, 3 * m * p + 2 * p  # nothing can still be waiting by then
+    f_end: dict[tuple[int, int], int] = {}
+    i_end: dict[tuple[int, int], int] = {}
+    next_f, next_i, held = [0] * p, [0] * p, [0] * p
+    pending: list[list[int]] = [[] for _ in range(p)]
+    out: list[list[Action]] = [[] for _ in range(p)]
+    left, t = 3 * m * p, 0
+    while left:
+        if t > late:
+            raise RuntimeError(f"zb-h2 stalled at p={p}, m={m}")  # cannot happen: a guard
+        for r in range(p):
+            i, f = next_i[r], next_f[r]
+            grad = f_end.get((r, i)) if r == p - 1 else i_end.get((r + 1, i))
+            if i < f and grad is not None and grad <= t:
+                kind, j = "I", i
+                i_end[(r, i)], next_i[r] = t + 1, i + 1
+                pending[r].append(i)
+            elif f < m and held[r] < cap and (r == 0 or f_end.get((r - 1, f), t + 1) <= t):
+                kind, j = "F", f
+                f_end[(r, f)], next_f[r], held[r] = t + 1, f + 1, held[r] + 1
+            elif pending[r]:
+                kind, j = "W", pending[r].pop(0)
+                held[r] -= 1
+            else:
+                continue
+            out[r].append(Action(r, kind, j))
+            left -= 1
+        t += 1
+    return out
 
 
 def check_complete(lists: list[list[Action]], stages: int, micro: int,
