@@ -14,6 +14,10 @@ against the goal, and per mode. Each case's steps (6-15) are chosen so that it m
 simulated; 42 cases and 14 calibrations took 8.5 minutes (506 s) at load 12-20; --quick draws 4
 settings (12 cases), not the goal's 40.
 
+`python -m bench.network --replay FILE.json [...]` re-simulates a saved grid with today's timing
+model: each row's case and its setting's calibrated link, the measured step as it was measured
+(date and load printed), the simulated step computed now; the same summary, labelled a replay.
+
 Where a case misses the goal, the reasons on this machine are the ones to check first: more
 processes than its two cores (a shard or worker waiting for a core is measured, not modelled:
 see the load column), and ms-scale timer and wake-up noise beside a short step.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 import random
 import secrets
 import time
@@ -71,16 +76,22 @@ def rows(quick: bool = False, seed: int | None = None) -> list[dict[str, Any]]:
     for group in dict.fromkeys(c.group for c in cases):
         mine = [c for c in cases if c.group == group]
         load = os.getloadavg()[0]
-        link = links[mine[0].bandwidth] = calibrate(mine[0].bandwidth, repeats=5)
-        done = network.compare(link, mine, steps=lambda case: steps_for(case, link))
+        link = calibrate(mine[0].bandwidth, repeats=5)
+        for case in mine:  # the collectives' own cost per ring step, measured beside the link
+            if case.collective and network.ring_key(case) not in link.ring:
+                ring = network.ring_latency(case.mode, case.workers, link)
+                link = replace(link, ring={**link.ring, network.ring_key(case): ring})
+        links[mine[0].bandwidth] = link
+        steps = {c.name: steps_for(c, link) for c in mine}
+        done = network.compare(link, mine, steps=lambda case: steps[case.name])
         for r in done:
-            out.append(dict(case_row(r), load=load, seed=seed))
+            out.append(dict(case_row(r), load=load, seed=seed, steps=steps[r.case.name]))
             print_case(out[-1], flush=True)
         compared += done
     for link in links.values():
         out.append({"section": "network", "name": f"link calibrated ({link.asked / 1e6:.2f} "
                     f"Mbit/s asked)", "latency": link.latency, "bandwidth": link.bandwidth,
-                    "asked": link.asked, "bandwidth_error": link.error,
+                    "asked": link.asked, "bandwidth_error": link.error, "ring": link.ring,
                     "samples": {str(k): v for k, v in link.samples.items()}})
     summary = network.summary(compared)
     met = summary["median_error"] <= 0.03 and summary["worst_error"] <= 0.08 \
@@ -95,6 +106,90 @@ def rows(quick: bool = False, seed: int | None = None) -> list[dict[str, Any]]:
                 "load": max(loads), "loads": [min(loads), max(loads)],
                 "links": network.LINKS, "goal": GOAL, "met": met})
     print_summary(out[-1])
+    return out
+
+
+def replay(path: str, ring: dict[str, float] | None = None) -> tuple[list, dict[str, Any]]:
+    """The measured rows of a saved grid file re-simulated with today's model: (Rows, the
+    file's summary row). Each case's steps are the file's (or, in files that lack them, what
+    steps_for gives now); its link is the file's calibration for its bandwidth, with the ring
+    latencies measured beside it, or, where the file has none, `ring`'s by mode (assumed:
+    seconds per ring step, not measured then; default 0). The file is read as untrusted
+    (load_comparison: bounded in size), every field checked before use."""
+    from pslab.checks import number, text
+    from pslab.processes import load_comparison
+    from pslab.processes.calibrate import Link
+
+    saved = load_comparison(path)
+    links = {}
+    for r in saved.links:
+        if "asked" in r:
+            asked = number("asked", r["asked"], positive=True)
+            rings = r.get("ring", {})
+            if not isinstance(rings, dict):
+                raise ValueError(f"{path}: a link's ring latencies must be a dict")
+            links[asked] = Link(number("latency", r["latency"], high=1.0),
+                                number("bandwidth", r["bandwidth"], positive=True), asked,
+                                ring={text("ring key", k, none=False): number("ring", v, high=1.0)
+                                      for k, v in rings.items()})
+    try:
+        return [_replayed(r, links, ring or {}) for r in saved.cases], saved.summary
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"{path}: a case row lacks or mistypes {error}") from None
+
+
+def _replayed(r: dict[str, Any], links: dict, ring: dict[str, float]) -> dict[str, Any]:
+    """One saved case row re-simulated (see replay)."""
+    from pslab.checks import integer, number, one_of, text
+    from pslab.processes import network
+
+    speeds = r.get("speeds")
+    if speeds is not None:
+        speeds = tuple(number("speeds", v, positive=True) for v in speeds)
+    case = network.Case(text("name", r["name"], none=False),
+                        one_of("mode", r["mode"], network.MODES),
+                        integer("workers", r["workers"], high=64),
+                        integer("shards", r["shards"], high=64),
+                        integer("accumulate", r["accumulate"], high=64), speeds,
+                        text("group", r["group"], none=False),
+                        number("bandwidth", r["bandwidth"], positive=True),
+                        number("compute", r["compute"], positive=True, high=10.0))
+    if case.bandwidth not in links:
+        raise ValueError(f"no calibrated link for {case.name}'s bandwidth")
+    link = links[case.bandwidth]
+    key = network.ring_key(case)
+    if case.collective and key not in link.ring:
+        link = replace(link, ring={**link.ring, key: ring.get(case.mode, 0.0)})
+    steps = integer("steps", r["steps"], low=2, high=1000) if "steps" in r \
+        else steps_for(case, link)
+    sim = network.simulate(case, link, steps)
+    return dict(row=network.Row(
+        case, number("measured_step", r["measured_step"], positive=True),
+        network.step_time(sim), number("measured_makespan", r["measured_makespan"]),
+        sim.makespan, number("measured_waiting", r["measured_waiting"], low=-1.0),
+        network.waiting(sim)), load=number("load", r.get("load", 0.0)),
+        was=number("simulated_step", r["simulated_step"], positive=True))
+
+
+def print_replay(path: str, ring: dict[str, float] | None = None) -> dict[str, Any]:
+    """Print a replay of `path` (see replay) as the grid prints itself; returns its summary."""
+    from pslab.processes import network
+
+    done, saved = replay(path, ring)
+    rows = [d["row"] for d in done]
+    loads = [d["load"] for d in done]
+    print(f"REPLAY of {path}: measured {saved.get('date', '(date not saved)')} at load "
+          f"{min(loads):.1f}-{max(loads):.1f}, seed {saved.get('seed', '?')}; simulated now "
+          f"with today's model (the file's own simulated step in brackets); ring latency "
+          f"where the file measured none: {ring or 0} (assumed, seconds per ring step)")
+    for d in done:
+        print_case(dict(case_row(d["row"]), load=d["load"]), end=f" [{d['was'] * 1e3:7.1f}]\n")
+    summary = network.summary(rows)
+    out = dict(summary, seed=saved.get("seed", "?"), cases=len(rows), by_mode=by_mode(rows),
+               loads=[min(loads), max(loads)], links=network.LINKS)
+    out["met"] = out["median_error"] <= 0.03 and out["worst_error"] <= 0.08 \
+        and out["ranking_same"]
+    print_summary(out)
     return out
 
 
@@ -123,12 +218,12 @@ def case_row(r) -> dict[str, Any]:
     return dict(plain, section="network", median=r.measured_step, ratio=1 + r.error)
 
 
-def print_case(r: dict[str, Any], flush: bool = False) -> None:
+def print_case(r: dict[str, Any], flush: bool = False, end: str = "\n") -> None:
     print(f"  {r['name']:14} {r['bandwidth'] / 1e6:5.1f} Mbit/s {r['compute'] * 1e3:5.1f} ms "
           f"W={r['workers']} S={r['shards']} k={r['accumulate']} "
           f"{'straggler' if r['speeds'] else '         '} measured "
           f"{r['measured_step'] * 1e3:7.1f} ms, simulated {r['simulated_step'] * 1e3:7.1f} ms, "
-          f"error {r['error']:+6.1%} (load {r['load']:.1f})", flush=flush)
+          f"error {r['error']:+6.1%} (load {r['load']:.1f})", flush=flush, end=end)
 
 
 def print_summary(s: dict[str, Any]) -> None:
@@ -144,3 +239,35 @@ def print_summary(s: dict[str, Any]) -> None:
         print(f"  ranking differs in {f['group']}: {f['cases'][0]} vs {f['cases'][1]}, measured "
               f"gap {f['measured_gap']:.1%}, simulated gap {f['simulated_gap']:.1%}")
     print(f"goal: {GOAL}: {'met' if s['met'] else 'NOT met'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m bench.network",
+                                 description="re-simulate saved network grids (no root needed)")
+    ap.add_argument("--replay", nargs="+", required=True, metavar="FILE.json",
+                    help="bench result files with network rows (bench/results/network-grid-*)")
+    ap.add_argument("--ring-latency", nargs="*", default=[], metavar="MODE=MS",
+                    help="for files without measured ring latencies: assumed ms per ring step "
+                         "(allreduce=2 zero3=5); default 0")
+    args = ap.parse_args(argv)
+    ring = {}
+    for given in args.ring_latency:
+        mode, _, ms = given.partition("=")
+        if mode not in ("allreduce", "zero3"):
+            ap.error(f"--ring-latency takes allreduce=MS or zero3=MS (got {given!r})")
+        try:
+            ring[mode] = float(ms) / 1e3
+        except ValueError:
+            ap.error(f"--ring-latency {given!r}: MS must be a number")
+    for path in args.replay:
+        print_replay(path, ring)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -23,9 +23,11 @@ def test_each_worker_sends_its_neighbour_the_papers_bytes(mode, stage, workers, 
     for f in found:
         assert f.minibatches == steps * accumulate
         assert f.reduce_scatters == steps
-        assert f.all_gathers == (2 if stage == 3 else 1) * steps
+        # stage 3 gathers for every minibatch's forward and backward
+        assert f.all_gathers == (2 * accumulate if stage == 3 else 1) * steps
         sent = f.reduce_scatter_bytes + f.all_gather_bytes
-        assert sent == pytest.approx(steps * bytes_per_worker(stage, PSI, workers), rel=1e-12)
+        assert sent == pytest.approx(steps * bytes_per_worker(stage, PSI, workers, accumulate),
+                                     rel=1e-12)
 
 
 def test_the_diagram_writes_those_numbers_on_its_edges():

@@ -39,6 +39,9 @@ class Link:
     bandwidth: float
     asked: float
     samples: dict[int, float] = field(default_factory=dict)  # bytes -> median one-way seconds
+    # seconds per ring step of the collectives, measured (network.ring_latency), by
+    # network.ring_key: "allreduce 4" is DDP among 4 hosts behind links like this one
+    ring: dict[str, float] = field(default_factory=dict)
 
     def cluster(self, **timing):
         """A Cluster with this link's latency and bandwidth and the other settings given."""

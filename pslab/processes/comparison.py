@@ -9,7 +9,6 @@ made (not root) this is how the numbers are seen; they are the file's, never re-
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,12 +95,17 @@ COMMITTED = (Path(__file__).resolve().parents[2] / "bench" / "results"
              / "network-grid-20261127-seed173551.json")
 
 
+MAX_FILE = 20_000_000  # bytes: a 42-case grid's file is ~100 KB
+
+
 def load_comparison(path: str | Path = COMMITTED) -> Comparison:
     """The comparison in a bench result file (default: the one committed beside pslab in its
     repository, bench/results/); a ValueError naming the file if it has none."""
+    from ..files import parse_json, read_small
+
     path = Path(path)
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
+        saved = parse_json(read_small(path, "a bench result file", MAX_FILE), str(path))
         rows = [r for r in saved["rows"] if r.get("section") == "network"]
         cases = [r for r in rows if "measured_step" in r]
         links = [r for r in rows if "latency" in r and "measured_step" not in r]

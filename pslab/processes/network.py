@@ -81,10 +81,37 @@ LINKS: dict[str, Any] = {}  # the Cluster's link-model arguments the simulated s
 
 def timing(case: Case, link: Link) -> dict[str, Any]:
     """The case's Cluster arguments: compute as set, the link as calibrated, no update cost
-    (the server's arithmetic takes ~0.1 ms for real, and is left to the measurement)."""
+    (the server's arithmetic takes ~0.1 ms for real, and is left to the measurement). For
+    all-reduce and ZeRO(3) the latency is the link's ring latency for the mode and the
+    workers where it was measured (ring_latency), else the link's own."""
+    latency = link.ring.get(ring_key(case), link.latency) if case.collective else link.latency
     return dict(compute_time=case.compute,
                 speeds=None if case.speeds is None else list(case.speeds),
-                latency=link.latency, bandwidth=link.bandwidth, update_time=0.0, **LINKS)
+                latency=latency, bandwidth=link.bandwidth, update_time=0.0, **LINKS)
+
+
+def ring_key(case: Case) -> str:
+    """Which ring latency of a Link a collective case takes: its mode and its workers."""
+    return f"{case.mode} {case.workers}"
+
+
+def ring_latency(mode: str, workers: int, link: Link, steps: int = 20,
+                 compute: float = 0.01) -> float:
+    """Seconds a ring step of `mode`'s collectives costs beside its bytes, measured: DDP
+    ("allreduce") or FSDP2 ("zero3") across `workers` hosts, each behind a link shaped like
+    `link` (its `asked` rate), one minibatch of `compute` seconds a step, accumulate 1; its
+    per-step time less the clock's at latency 0, over the clock's seconds per second of
+    latency (the ring steps it counts). Where the clock's all-reduce and ZeRO(3) move only
+    bytes, this holds what a step of gloo's ring costs on top: a send and a receive that wait
+    for each other, processes woken on shared cores, the framework's hooks and copies, and a
+    message crossing two shapers (both hosts' links). Root only; 3-10 s."""
+    one_of("mode", mode, COLLECTIVE)
+    case = Case("ring latency", mode, workers, compute=compute, bandwidth=link.asked)
+    measured = step_time(measure(case, link, steps))
+    at = [step_time(simulate(case, Link(x, link.bandwidth, link.asked), steps))
+          for x in (0.0, 1e-3)]
+    per_second = (at[1] - at[0]) / 1e-3
+    return max(0.0, (measured - at[0]) / per_second)
 
 
 def measure(case: Case, link: Link, steps: int, bandwidth: float | None = None):
