@@ -11,6 +11,9 @@ Time and arithmetic are kept apart as in the core: the core `Clock` orders the e
 core `Resource`s are the shards; the core `ParameterServer` does Θ ← Θ − lr·g at the moment a
 push is booked; a child's training runs when the clock reaches its end. A child's virtual
 time is its FLOPs: steps × seconds-per-step of the reference MLP × its relative cost.
+Each shard is one `Resource` for its pulls, pushes and updates alike: the links of
+`Cluster(links="one-at-a-time")`, whatever the cluster's `links` says (figure 003's
+pictures and the NAS tables are drawn that way; duplex links are not modelled here).
 """
 from __future__ import annotations
 

@@ -5,8 +5,12 @@ own shard's `pull` and `push`. One thread per worker (blocking point-to-point re
 worker: unlike an any-source recv it notices at once when the worker dies), one lock for the
 server state, and one lock for the shard's link, held for the timing model's transfer and update
 durations (scaled to real seconds): the link serves one job at a time, as `Resource` does on
-the virtual clock. When a worker may go on is the mode's call (`Policy`): after its push, a
-worker gets the weights of its next step once the policy lets it start that step.
+the virtual clock. That is `Cluster(links="one-at-a-time")` whatever the run's Cluster says
+(transfers="model": its timeline lines up with a simulated one-at-a-time run, not with the
+default duplex one); with transfers="wire" the real link, full duplex, times the transfers
+and the lock holds the updates only. When a worker may go on is the mode's call (`Policy`):
+after its push, a worker gets the weights of its next step once the policy lets it start
+that step.
 """
 from __future__ import annotations
 
