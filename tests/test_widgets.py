@@ -431,17 +431,15 @@ def test_async_ending_later_than_sync_is_explained_under_the_numbers():
     dash = Dashboard("000", settle_delay=None)  # async: 87.25 s against sync's 84.00 s
     sync = dash.view.sync_twin()
     assert dash.run.makespan > sync.makespan
-    assert (f"Why async ends later than sync ({dash.run.makespan:.2f} s vs "
+    assert (f"Why async ends later ({dash.run.makespan:.2f} s, sync "
             f"{sync.makespan:.2f} s)") in dash.why.value
     why = html.unescape(dash.why.value)
     assert "GPU-s" not in why and "at the 2 shards" in why and "slow G0" in why, why
-    # the line's three times add up to each makespan: work + its waits + the tail
-    work, tail = (float(why.split(key)[1].split(" s")[0]) for key in
-                  ("computes and sends for ", "the run ends "))
+    assert "working as long in each" in why, why
+    # the two waits it names differ by what the makespans differ by (to the shown rounding)
     waits, sync_waits = (float(why.split(key)[1].split(" s")[0]) for key in
-                         ("but it waits ", "sync's G0 waits "))
-    assert round(work + waits + tail, 2) == round(dash.run.makespan, 2), why
-    assert round(work + sync_waits + tail, 2) == round(sync.makespan, 2), why
+                         ("but waits ", "in sync "))
+    assert abs((waits - sync_waits) - (dash.run.makespan - sync.makespan)) <= 0.011, why
     dash.set(mode="sync")
     assert "ends later" not in dash.why.value
     dash = Dashboard("002", settle_delay=None, mode="async")  # async first here: no line

@@ -55,44 +55,45 @@ def sync_reason(run: Run, lr: float, trains: float | None) -> str | None:
 
 
 def later_reason(run: Run, sync: Run, straggler: bool, links: str = "duplex") -> str | None:
-    """Why this run ends later than sync on the same clock (None when it does not): each cause
-    only where the two runs show it. links: how the shards' links carry transfers."""
+    """Why this run ends later than sync on the same clock (None when it does not), in two
+    lines of a dashboard. links: how the shards' links carry transfers."""
     if run.mode == "sync" or run.makespan <= sync.makespan:
         return None
-    return (f"Why {run.mode} ends later than sync ({run.makespan:.2f} s vs "
-            f"{sync.makespan:.2f} s): " + "; ".join(later_causes(run, sync, straggler, links))
-            + ".")
+    return (f"Why {run.mode} ends later ({run.makespan:.2f} s, sync {sync.makespan:.2f} s): "
+            + ", ".join(later_causes(run, sync, straggler, links)) + ".")  # two lines
 
 
 def later_causes(run: Run, sync: Run, straggler: bool, links: str = "duplex") -> list[str]:
     """The causes `later_reason` names, each a clause (the command line's demo says them too).
 
     Both runs end a little after the last push of the worker that finishes last in `run`; up
-    to that push the worker computes and sends, or waits. Each clause gives one of these three
-    times in both runs, so that they add up to each makespan (to the hundredth of a second
-    shown): what is left is where the runs differ, the worker's waiting."""
+    to that push the worker computes and sends, or waits. Where its computing and sending, and
+    the time after its last push, are the same in both runs (to the hundredth of a second
+    shown), the clauses say so and give its waits in each: their difference is the makespans'
+    (to a hundredth or two).
+    Otherwise they give all three times in each run."""
     w = last_worker(run)
     who = f"the slow G{w}" if straggler and w == 0 else f"G{w}"
     (end, waits, queued, bound), (s_end, s_waits, _, _) = _waits(run, w), _waits(sync, w)
     tail, s_tail = run.makespan - end, sync.makespan - s_end
     work, s_work = end - waits, s_end - s_waits
     if _same(tail, s_tail) and _same(work, s_work):
-        causes = [f"in both, {who} computes and sends for {work:.2f} s and the run ends "
-                  f"{tail:.2f} s after its last push"]
+        causes = [f"{who} ends both, working as long in each"]
     else:
-        causes = [f"{who} computes and sends for {work:.2f} s (sync {s_work:.2f} s) and the run "
+        causes = [f"{who} computes and sends {work:.2f} s (sync {s_work:.2f} s), and the run "
                   f"ends {tail:.2f} s after its last push (sync {s_tail:.2f} s)"]
     shards = _shards(len(run.shard_bytes))
-    where = (f"at the {shards}, whose links carry one transfer at a time, for updates and "
-             f"others' transfers" if links == "one-at-a-time" else
-             f"at the {shards} for updates and others' pushes")
-    applied = (f" ({run.updates} updates to apply, sync {sync.updates})"
-               if run.updates > sync.updates else "")
-    bound_part = f" and {bound:.2f} s at the staleness bound" if bound > 0 else ""
-    mine = (f"{queued:.2f} s {where}{applied}{bound_part}" if queued > 0 or bound > 0
-            else f"{waits:.2f} s")
-    causes.append(f"but it waits {mine}; sync's G{w} waits {s_waits:.2f} s for its rounds' "
-                  f"updates")
+    if links == "one-at-a-time":
+        where = f"at the {shards}' one-at-a-time links"
+        behind = "others' transfers"
+    else:
+        where, behind = f"at the {shards}", "others' pushes"
+    what = f"{run.updates} updates and " if run.updates > sync.updates else ""
+    mine = (f"{queued:.2f} s {where} for {what}{behind}" if queued > 0
+            else f"{waits - bound:.2f} s")
+    if bound > 0:
+        mine += f" and {bound:.2f} s at the staleness bound"
+    causes.append(f"but waits {mine}; in sync {s_waits:.2f} s")
     return causes
 
 
@@ -117,7 +118,8 @@ def _waits(run: Run, w: int) -> tuple[float, float, float, float]:
 
 
 def _same(a: float, b: float) -> bool:
-    return round(a, 2) == round(b, 2)
+    """Equal as a dashboard shows them: within a hundredth of a second."""
+    return abs(a - b) < 0.0105
 
 
 def latency_note(run: Run, latency: float, bandwidth: float) -> str | None:
