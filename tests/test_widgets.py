@@ -517,3 +517,14 @@ def test_a_transfer_share_that_grows_with_the_shards_says_why_under_the_shares()
     assert spans[1][0] == pytest.approx(spans[0][0], rel=0.01)  # the transfers' own time
     dash.set(bandwidth=1e3, shards=1)  # now the bytes take seconds: no such line
     assert "latency-bound" not in dash.captions["staleness"].value
+
+
+def test_figure_001s_blue_is_named_for_the_mode_shown():
+    """Sync: the blue column is the gradient sync; async: the same blue is each push's
+    transfers and server update, and the legend says that instead."""
+    dash = Dashboard("001", settle_delay=None)
+    labels = [e["label"] for e in dash.figures["timeline"].legend]
+    assert "gradient sync" in labels and "transfers and server updates" not in labels
+    dash.set(mode="async")
+    labels = [e["label"] for e in dash.figures["timeline"].legend]
+    assert "transfers and server updates" in labels and "gradient sync" not in labels

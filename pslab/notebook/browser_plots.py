@@ -59,9 +59,13 @@ def timeline_layout(palette: str) -> dict[str, Any]:
 
 
 def timeline_legend(palette: str, runs: Sequence[Run] = ()) -> list[dict[str, Any]]:
-    """The legend's entries; with `runs`, ZeRO's collectives too where one of them has them."""
-    return [{"colour": PALETTES[palette][k], "label": legend_label(k, palette)}
-            for k in legend_kinds(palette, runs)]
+    """The legend's entries; with `runs`, ZeRO's collectives too where one of them has them.
+    Figure 001's blue is its gradient sync; in a run that is not sync (async, SSP) the same
+    blue is each push's transfers and server update, and the legend says so."""
+    unsynced = palette == "accumulation" and any(r.mode != "sync" for r in runs)
+    return [{"colour": PALETTES[palette][k],
+             "label": "transfers and server updates" if unsynced and k == "update"
+             else legend_label(k, palette)} for k in legend_kinds(palette, runs)]
 
 
 def timeline_panel(run: Run, palette: str, rows: Sequence[str], xmax: float) -> dict[str, Any]:

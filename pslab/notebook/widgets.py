@@ -116,7 +116,7 @@ class Dashboard(DashboardBase):
         self.controls["ssp"].disabled = s.mode != "SSP"
         if self.view.step(s):  # the clock moved (not only lr): new timeline and side panel
             run, palette = self.view.run, s.palette
-            self.figures["timeline"].show(self._timeline(run), timeline_legend(palette),
+            self.figures["timeline"].show(self._timeline(run), timeline_legend(palette, [run]),
                                           key_of(self.controls))
             side = self.figures["staleness"]
             layout = side_layout(run.mode == "sync")
