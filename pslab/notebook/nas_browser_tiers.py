@@ -28,8 +28,9 @@ DRAW_ORDER = {k: (1 if k == "update" else 0, i) for i, k in enumerate(KINDS)}
 TIERS_PX, REWARDS_PX = 180, 124  # heights: controls, timeline and curve on one 1024x768 screen
 REINFORCE, RANDOM, SEPARATOR = "#2E7D32", "#737373", "#595959"
 
+# px of row names: close rows take turns in up to three columns ("C3.3", browser_figure.js)
 TIERS_LAYOUT = {"height": TIERS_PX, "font": FONT, "panels": [dict(
-    share=1.0, left=52, right=10, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
+    share=1.0, left=104, right=10, top=24, bottom=BOTTOM, xlabel="virtual time (s)",
     yinvert=True, zoom=True)]}
 TIERS_LEGEND = [{"colour": PALETTES["ps"][k], "label": v} for k, v in NAMES.items()]
 REWARDS_LAYOUT = {"height": REWARDS_PX, "font": FONT, "panels": [dict(
