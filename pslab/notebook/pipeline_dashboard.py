@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as W
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from ..cluster import Cluster
@@ -84,32 +85,34 @@ KINDS = ("F", "B", "I", "W")
 
 def timeline_panel(run: PipelineRun) -> tuple[list[dict], list[dict]]:
     """(panels, legend) of one step: bubbles under the blocks, each block's hover its rank,
-    kind and micro-batch."""
-    p, v = run.pipeline.stages, run.pipeline.chunks
+    kind and micro-batch (columns packed with numpy: a slider step draws thousands)."""
+    p, v, rows = run.pipeline.stages, run.pipeline.chunks, run.workers
     colours = [BUBBLE] + ["#%02x%02x%02x" % tuple(int(255 * c) for c in shade(PIPELINE[k], j, v))
                           for k in KINDS for j in range(v)]
-    x0, x1, y0, y1, c, who, micro, kind = [], [], [], [], [], [], [], []
-    for r in range(p):
-        x0.append(0.0), x1.append(run.span), y0.append(r - 0.42), y1.append(r + 0.42)
-        c.append(0), who.append(r), micro.append(-1), kind.append(4)
-    for o in run.ops:
-        chunk = o.stage // p if run.pipeline.schedule != "zbv" else int(o.stage >= p)
-        x0.append(o.start), x1.append(o.end), y0.append(o.rank - 0.42), y1.append(o.rank + 0.42)
-        c.append(1 + KINDS.index(o.kind) * v + chunk)
-        who.append(o.rank), micro.append(o.micro), kind.append(KINDS.index(o.kind))
-    panel = dict(xlim=[0.0, run.span], ylim=[-0.5, p - 0.5],
-                 yticks=[[r, f"rank {r}"] for r in range(p)], colours=colours,
-                 rects=dict(x0=packed(x0, "f4"), x1=packed(x1, "f4"), y0=packed(y0, "f4"),
-                            y1=packed(y1, "f4"), c=packed(c, "int"),
-                            widen=packed([0] * len(c), "int")),
+    rank, stage, kinds, micro, start, end = (np.array(f) for f in zip(*run.ops))
+    kind = np.array([KINDS.index(k) for k in kinds.tolist()])
+    chunk = stage // p if run.pipeline.schedule != "zbv" else (stage >= p).astype(int)
+    lanes = np.arange(rows)
+    x0 = np.concatenate([np.zeros(rows), start])
+    x1 = np.concatenate([np.full(rows, run.span), end])
+    y = np.concatenate([lanes, rank]).astype(float)
+    c = np.concatenate([np.zeros(rows, int), 1 + kind * v + chunk])
+    panel = dict(xlim=[0.0, run.span], ylim=[-0.5, rows - 0.5],
+                 yticks=[[r, f"rank {r}"] for r in range(rows)], colours=colours,
+                 rects=dict(x0=packed(x0, "f4"), x1=packed(x1, "f4"), y0=packed(y - 0.42, "f4"),
+                            y1=packed(y + 0.42, "f4"), c=packed(c, "int"),
+                            widen=packed(np.zeros(len(c), int), "int")),
                  hover=dict(lines=["GPU {who} (rank {who}): {kind:kinds}, step 1",
                                    "micro-batch {micro:micros}", "start {x0} s, end {x1} s"],
-                            cols=dict(who=packed(who, "int"), kind=packed(kind, "int"),
-                                      micro=packed([i + 1 for i in micro], "int")),
+                            cols=dict(who=packed(np.concatenate([lanes, rank]), "int"),
+                                      kind=packed(np.concatenate([np.full(rows, 4), kind]),
+                                                  "int"),
+                                      micro=packed(np.concatenate([np.zeros(rows, int),
+                                                                   micro + 1]), "int")),
                             tables=dict(kinds=[NAMES[k] for k in KINDS] + ["bubble"],
                                         micros=["none (idle)"] + [
                                             str(i) for i in range(run.pipeline.microbatches)])))
-    used = sorted({o.kind for o in run.ops}, key=KINDS.index)
+    used = [k for k in KINDS if k in set(kinds.tolist())]
     legend = [{"colour": PIPELINE[k], "label": NAMES[k]} for k in used]
     return [panel], legend + [{"colour": BUBBLE, "label": "bubble"}]
 

@@ -75,40 +75,50 @@ def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int
         transfers.append(Transfer(src, dst, what, micro, a, b))
         return b
 
-    while left:
-        moved = False
-        for r, actions in enumerate(lists):
-            i, t = ptr[r], free[r]
-            while i < len(actions):
-                action = actions[i]
-                k, kind, mb = action
-                if kind == "F":
-                    dep = start if k == 0 else arrive_f.get((k, mb))
-                elif kind == "W":
-                    dep = i_end.get((k, mb))
-                else:  # B or I: the loss (last stage) or the gradient from the stage after
-                    dep = f_end.get((k, mb)) if k == last else arrive_b.get((k, mb))
-                if dep is None:
-                    break
-                begin = t if t > dep else dep
-                t = begin + seconds[(k, kind)]
-                ops.append(Op(r, k, kind, mb, begin, t))
-                if on_action is not None:
-                    on_action(action)
-                if kind == "F":
-                    f_end[(k, mb)] = t
-                    if k < last:
-                        arrive_f[(k + 1, mb)] = send(r, k + 1, mb, t, "activation")
-                elif kind != "W":
-                    if kind == "I":
-                        i_end[(k, mb)] = t
-                    if k:
-                        arrive_b[(k - 1, mb)] = send(r, k - 1, mb, t, "gradient")
-                i += 1
-                left -= 1
-                moved = True
-            ptr[r], free[r] = i, t
-        if not moved:
-            stuck = {r: str(lists[r][ptr[r]]) for r in range(len(lists)) if ptr[r] < len(lists[r])}
-            raise Deadlock(f"every rank waits for an input that never comes: {stuck}")
+    waiting: dict[tuple[str, int, int], int] = {}  # an input not there yet -> its rank
+    ready = list(range(len(lists)))[::-1]  # ranks that can go on, rank 0 first
+
+    def arrived(key: tuple[str, int, int], when: float, table: dict) -> None:
+        table[key[1:]] = when
+        if key in waiting:
+            ready.append(waiting.pop(key))
+
+    while ready:  # each rank runs until an input is missing, then waits for exactly that one
+        r = ready.pop()
+        actions, i, t = lists[r], ptr[r], free[r]
+        while i < len(actions):
+            action = actions[i]
+            k, kind, mb = action
+            if kind == "F":
+                key, table = ("F", k, mb), arrive_f
+            elif kind == "W":
+                key, table = ("I", k, mb), i_end
+            elif k == last:  # B or I: the loss (last stage) or the gradient from after
+                key, table = ("E", k, mb), f_end
+            else:
+                key, table = ("B", k, mb), arrive_b
+            dep = start if kind == "F" and k == 0 else table.get(key[1:])
+            if dep is None:
+                waiting[key] = r
+                break
+            begin = t if t > dep else dep
+            t = begin + seconds[(k, kind)]
+            ops.append(Op(r, k, kind, mb, begin, t))
+            if on_action is not None:
+                on_action(action)
+            if kind == "F":
+                arrived(("E", k, mb), t, f_end)
+                if k < last:
+                    arrived(("F", k + 1, mb), send(r, k + 1, mb, t, "activation"), arrive_f)
+            elif kind != "W":
+                if kind == "I":
+                    arrived(("I", k, mb), t, i_end)
+                if k:
+                    arrived(("B", k - 1, mb), send(r, k - 1, mb, t, "gradient"), arrive_b)
+            i += 1
+            left -= 1
+        ptr[r], free[r] = i, t
+    if left:
+        stuck = {r: str(lists[r][ptr[r]]) for r in range(len(lists)) if ptr[r] < len(lists[r])}
+        raise Deadlock(f"every rank waits for an input that never comes: {stuck}")
     return ops, transfers

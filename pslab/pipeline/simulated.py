@@ -14,7 +14,7 @@ import numpy as np
 
 from ..allreduce import ring_time
 from ..cluster import Cluster
-from ..columns import Columns
+from ..columns import NAMES, Columns
 from ..data import Digits
 from ..model import init_params, layer_names, score, shapes, single_thread
 from ..timeline import Record
@@ -158,31 +158,42 @@ def activation_bytes(pipe: Pipeline, batch: int, hidden: int) -> list[int]:
 def _timeline(ops: list[Op], transfers: list[Transfer], after: list[list[tuple]],
               period: float, workers: int, m: int, steps: int) -> Columns:
     """The first step's spans (compute, send and recv, bubbles, then `after`: each worker's
-    flush), then every step's: the same rows, shifted by the step's start and number."""
+    flush), then every step's: the same rows, shifted by the step's start and number. Packed
+    with numpy, field by field (a slider step builds thousands of spans)."""
     cols = Columns(workers=workers, shards=0, micros=m)
-    first: list[tuple] = [(o.rank, None, KIND[o.kind], 0, o.micro, None, o.start, o.end)
-                          for o in ops]
-    for tr in transfers:
-        first.append((tr.src, None, "send", 0, tr.micro, None, tr.start, tr.end))
-        first.append((tr.dst, None, "recv", 0, tr.micro, None, tr.start, tr.end))
-    busy: list[list[tuple[float, float]]] = [[] for _ in range(workers)]
-    for o in ops:
-        busy[o.rank].append((o.start, o.end))
-    for r in range(workers):
-        t = 0.0
-        for a, b in sorted(busy[r]):
-            if a > t:
-                first.append((r, None, "idle", 0, None, "bubble", t, a))
-            t = max(t, b)
-        first += [(r, None, kind, 0, None, note, a, b) for kind, note, a, b in after[r]]
-    codes = np.array([cols.code(w, s, k, st, mi, n) for w, s, k, st, mi, n, _, _ in first],
-                     dtype=float)
-    times = np.array([(a, b) for *_, a, b in first], dtype=float).reshape(-1, 2)
+    rank, _, kinds, micro, start, end = (np.array(f) for f in zip(*ops))
+    code_of = {k: cols.kind_code(KIND[k]) for k in sorted(set(kinds.tolist()), key="FBIW".index)}
+    kind = np.array([code_of[k] for k in kinds.tolist()])
+    order = np.lexsort((start, rank))  # each rank's ops in time order: the gaps between them
+    r, a, b = rank[order], start[order], end[order]
+    before = np.empty_like(b)
+    before[1:] = b[:-1]
+    new = np.ones(len(r), bool)
+    new[1:] = r[1:] != r[:-1]
+    before[new] = 0.0  # a rank's first op: its gap from the step's start
+    gap = a > before
+    parts = [(rank, kind, micro + 1, 0, start, end),
+             (r[gap], cols.kind_code("idle"), 0, cols.note_code("bubble"), before[gap], a[gap])]
+    if transfers:
+        src, dst, _, tmicro, tstart, tend = (np.array(f) for f in zip(*transfers))
+        parts += [(src, cols.kind_code("send"), tmicro + 1, 0, tstart, tend),
+                  (dst, cols.kind_code("recv"), tmicro + 1, 0, tstart, tend)]
+    flush = [(w, cols.kind_code(k), 0, cols.note_code(n), x, y)
+             for w, spans in enumerate(after) for k, n, x, y in spans]
+    if flush:
+        parts.append(tuple(np.array(f) for f in zip(*flush)))
+    codes, times = [], []
+    for w, k, mi, note, x, y in parts:
+        code = ((np.asarray(mi) * cols.micro_unit + (np.asarray(w) + 1) * cols.worker_unit)
+                + np.asarray(k) * NAMES + np.asarray(note))
+        codes.append(np.broadcast_to(code, np.shape(x)).astype(float))
+        times.append(np.stack([np.asarray(x, float), np.asarray(y, float)], axis=1))
+    code, time = np.concatenate(codes), np.concatenate(times)
     shift = np.arange(steps, dtype=float)[:, None]
-    rows = np.empty((steps, len(first), 3))
-    rows[:, :, 0] = codes[None, :] + shift * cols.step_unit
-    rows[:, :, 1] = times[None, :, 0] + shift * period
-    rows[:, :, 2] = times[None, :, 1] + shift * period
+    rows = np.empty((steps, len(code), 3))
+    rows[:, :, 0] = code[None, :] + shift * cols.step_unit
+    rows[:, :, 1] = time[None, :, 0] + shift * period
+    rows[:, :, 2] = time[None, :, 1] + shift * period
     cols.rows.frombytes(rows.tobytes())
     return cols
 
