@@ -66,18 +66,21 @@ KERNEL_CELL = """
 import atexit, os
 import psutil
 import pslab
-run = pslab.train("sync", workers=2, steps=2, backend="processes")
+run = pslab.train("sync", workers=2, steps=2, backend="processes", start_method={method!r})
 helpers = [p.pid for p in psutil.Process().children(recursive=True)]
 atexit.register(lambda: open({flag!r}, "w").write("ran"))
 print(run.complete, os.getpgrp(), *helpers)
 """
 
 
-def test_a_kernel_that_ran_processes_shuts_down_cleanly_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("method, helpers", [("forkserver", 2), ("spawn", 1)])
+def test_a_kernel_that_ran_processes_shuts_down_cleanly_and_leaves_nothing(tmp_path, method,
+                                                                           helpers):
     """A notebook kernel asked to shut down signals its own process group and waits until no
-    child of it is left: the forkserver and the resource tracker run in groups of their own, so
-    the kernel exits by itself (its atexit hooks run: a TemporaryDirectory is removed), and
-    they end with it."""
+    child of it is left: the forkserver and the resource tracker (spawn: the tracker alone) run
+    in groups of their own, so the kernel exits by itself (its atexit hooks run: a
+    TemporaryDirectory is removed), and they end with it."""
+    expected = helpers
     psutil = pytest.importorskip("psutil")
     from jupyter_client import KernelManager
 
@@ -88,13 +91,14 @@ def test_a_kernel_that_ran_processes_shuts_down_cleanly_and_leaves_nothing(tmp_p
     try:
         kc.start_channels()
         kc.wait_for_ready(timeout=120)
-        reply = kc.execute_interactive(KERNEL_CELL.format(flag=str(flag)), timeout=240,
+        reply = kc.execute_interactive(KERNEL_CELL.format(flag=str(flag), method=method),
+                                       timeout=240,
                                        output_hook=lambda m: said.append(m))
         assert reply["content"]["status"] == "ok", reply["content"]
         out = "".join(m["content"].get("text", "") for m in said if m["msg_type"] == "stream")
         complete, group, *helpers = out.split()
         helpers = [int(pid) for pid in helpers]
-        assert complete == "True" and len(helpers) == 2, out  # the forkserver, the tracker
+        assert complete == "True" and len(helpers) == expected, out  # server and/or tracker
         assert all(os.getpgid(pid) != int(group) for pid in helpers)
         km.shutdown_kernel(now=False)  # what JupyterLab and nbconvert do: ask, then kill
     finally:

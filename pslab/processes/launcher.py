@@ -34,7 +34,7 @@ from ..settings import Settings
 from .child import Meeting, main
 from .job import Job, make_job
 from .measured import assemble
-from .report import unbatch
+from .rankfile import line_limit, read_message
 from .starter import SERVER, context
 
 
@@ -176,7 +176,7 @@ class Launch:
 
     def start(self, meeting: Meeting) -> None:
         method = self.job.options.start_method
-        ctx = context(SERVER) if method == "forkserver" else mp.get_context(method)
+        ctx = context(SERVER, method)
         with main_module_hidden(), ctrl_c_held() as asked:
             for rank in range(self.job.world):
                 if asked:  # Ctrl-C: start no more; those started are stopped by run()
@@ -219,16 +219,27 @@ class Launch:
             self.read(rank)
 
     def read(self, rank: int) -> None:
-        conn = self.pipes[rank]
+        """Take every message waiting on rank's pipe: bytes (never unpickled), at most the
+        longest line a rank of this job sends, each checked against the job (rankfile) before
+        it is used; a ValueError naming the rank and the field otherwise."""
+        conn, limit = self.pipes[rank], line_limit(self.job)
         try:
             while conn.poll():
-                for kind, payload in unbatch(conn.recv()):
+                line = conn.recv_bytes(limit)
+                for kind, payload in read_message(line, f"rank {rank}'s message", self.job, rank):
                     self.handle(rank, kind, payload)
         except CheckpointNotWritten:
             raise
-        except (EOFError, OSError):  # the process is gone (what it sent before is kept)
-            conn.close()
-            del self.pipes[rank]
+        except OSError as error:
+            if str(error) == "bad message length":  # multiprocessing's words: read no further
+                raise ValueError(f"rank {rank}'s message: longer than {limit} bytes, the most "
+                                 f"a rank of this run sends") from None
+            self.gone(rank)
+        except EOFError:  # the process is gone (what it sent before is kept)
+            self.gone(rank)
+
+    def gone(self, rank: int) -> None:
+        self.pipes.pop(rank).close()
 
     def handle(self, rank: int, kind: str, payload: Any) -> None:
         if kind == "spans":

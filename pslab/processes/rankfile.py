@@ -1,4 +1,5 @@
-"""A torchrun rank's report file read back: untrusted plain data, checked line by line.
+"""A rank's reports read back: untrusted plain data, checked line by line (a torchrun rank's
+file here; a notebook run's pipe messages, one line each, by the launcher with `read_message`).
 
 Each rank writes `rank<r>.jsonl` (report.py): a first "start" line with its rank and the run's
 token (the same token job.json holds), then one JSON line per message. `read_rank` refuses a
@@ -117,15 +118,20 @@ def read_rank(path: Path, job: Job, rank: int, run: str) -> list[tuple[str, Any]
                     raise ValueError(f"{where}: longer than {limit} bytes, the most a rank "
                                      f"of this run writes")
                 break  # a killed rank's half-written last message: what came before stands
-            messages = _messages(parse_json(line, where), where, job)
             if number == 1:
-                _first(messages, where, rank, run)
+                _first(_messages(parse_json(line, where), where, job), where, rank, run)
             else:
-                for kind, payload in messages:
-                    out.append((kind, _checked(kind, payload, where, job, rank)))
+                out += read_message(line, where, job, rank)
     if number == 0:
         raise ValueError(f"{path} is empty: rank {rank} never started")
     return out
+
+
+def read_message(line: bytes, where: str, job: Job, rank: int) -> list[tuple[str, Any]]:
+    """The messages in one JSON line rank `rank` of `job` sent (a batch holds several), each
+    checked as `read_rank` checks a file's lines; a ValueError naming `where` and the field."""
+    return [(kind, _checked(kind, payload, where, job, rank))
+            for kind, payload in _messages(parse_json(line, where), where, job)]
 
 
 def _messages(value: Any, where: str, job: Job) -> list[tuple[str, Any]]:

@@ -3,10 +3,10 @@
 Each process sends `(kind, payload)` pairs: "ready" (joined the group), "spans" (a list of
 timeline spans), "update" (one shard update, with the shard's new keys), "error" (why it is
 about to stop) and "done". Sent as they happen, so when a process dies or the run is stopped
-nothing already measured is lost. From a notebook they go down one pipe per process (a pipe has
-no lock to leave held by a killed process, unlike a queue); under torchrun, to one file per rank,
-one JSON line per message (plain data: reading a rank's file runs no code; arrays as base64;
-rankfile.py reads them back). A rank's file is created new by `start_file` (never through a
+nothing already measured is lost. Each message is one line of JSON (plain data: reading it runs
+no code; arrays as base64; rankfile.py checks it back): from a notebook down one pipe per
+process as bytes (a pipe has no lock to leave held by a killed process, unlike a queue); under
+torchrun, to one file per rank. A rank's file is created new by `start_file` (never through a
 link, never over an older file, so two runs never share one) and only appended to after.
 """
 from __future__ import annotations
@@ -46,10 +46,11 @@ class Report:
             message = (kind, payload)
             if self._held:
                 message, self._held = ("batch", self._held + [message]), []
+            line = json.dumps(_plain(message), allow_nan=True)
             if self._conn is not None:
-                self._conn.send(message)
+                self._conn.send_bytes(line.encode())
             else:
-                self._file.write(json.dumps(_plain(message), allow_nan=True) + "\n")
+                self._file.write(line + "\n")
                 self._file.flush()
 
     def close(self) -> None:
@@ -95,8 +96,3 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     return value
 
-
-def unbatch(message: tuple[str, Any]) -> list[tuple[str, Any]]:
-    """The messages inside one sent message (a batch holds several)."""
-    kind, payload = message
-    return payload if kind == "batch" else [message]

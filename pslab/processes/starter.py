@@ -6,8 +6,8 @@ This module imports nothing heavy: `warm()` starts the server while the caller (
 first cell) is still importing its own modules, so the two imports run side by side instead of
 one after the other when the first run starts.
 
-The server and multiprocessing's resource tracker (started with it) each run in a process group
-of their own. A notebook kernel, asked to shut down, signals every process of its own group and
+The server and multiprocessing's resource tracker (started with it, or alone for the spawn start
+method) each run in a process group of their own. A notebook kernel, asked to shut down, signals every process of its own group and
 waits until none is left: the server would die of it without being reaped (the kernel only
 reaps it when it starts processes again) and the tracker ignores SIGTERM, so the kernel would
 wait ~30 s and be killed, its atexit hooks (temporary folders) never run. Out of its group, both
@@ -31,13 +31,15 @@ SERVER = ["pslab.processes.preload"]
 PRELOAD = SERVER + ["pslab.processes.fsdp", "torch.distributed.fsdp"]
 
 
-def context(preload: list[str] = PRELOAD) -> Any:
-    """multiprocessing's forkserver context with its server running, in a process group of its
-    own; `preload` is what a server started now holds (the first start decides what the
-    session's server holds)."""
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(preload)
-    _ensure_server()
+def context(preload: list[str] = PRELOAD, method: str = "forkserver") -> Any:
+    """multiprocessing's context of start `method` with its helpers running, each in a process
+    group of its own: for "forkserver" the server (`preload` is what a server started now
+    holds; the first start decides what the session's server holds) and the resource tracker,
+    for "spawn" the resource tracker."""
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(preload)
+    _ensure_helpers(method)
     return ctx
 
 
@@ -54,15 +56,17 @@ def _let_go() -> None:
         _servers.clear()
 
 
-def _ensure_server() -> None:
+def _ensure_helpers(method: str) -> None:
     """multiprocessing's own start of the forkserver (and of the resource tracker, which it
-    starts first), with each helper put in a process group of its own as it is spawned."""
-    from multiprocessing import forkserver, util
+    starts first) or, for spawn, of the resource tracker alone (a spawned process would start
+    it in the caller's group), with each helper put in a process group of its own as it is
+    spawned."""
+    from multiprocessing import forkserver, resource_tracker, util
 
     with _starting:
         spawn, util.spawnv_passfds = util.spawnv_passfds, _spawn_in_own_group
-        try:
-            forkserver.ensure_running()  # spawns only what is not running yet
+        try:  # each spawns only what is not running yet
+            (forkserver if method == "forkserver" else resource_tracker).ensure_running()
         finally:
             util.spawnv_passfds = spawn
 
