@@ -1,9 +1,11 @@
 """Pipeline parallelism's speed: a timing-only run of 8 stages x 64 micro-batches x 100 steps
 per schedule (goal <= 0.5 s; and 4 data-parallel replicas of 1f1b), and a slider step of
 notebook 08's dashboard in the kernel per schedule (p from 2 to 8, m from 8 to 32, each value
-new: the clock of one step, its bubbles and the browser figures' data; goal <= 40 ms)."""
+new: the clock of one step, its bubbles and the browser figures' data; goal <= 40 ms); and,
+as root, pipelines across namespaced hosts measured beside the clock (not in --quick)."""
 from __future__ import annotations
 
+import os
 import random
 import statistics
 from typing import Any
@@ -51,6 +53,43 @@ def dashboard_steps(schedule: str = "1f1b", chunks: int = 1, presses: int = 12) 
     return [t / 1e3 for t in dash.latencies_ms]
 
 
+ACROSS = [("gpipe", 1), ("1f1b", 1), ("zb-h1", 1)]  # schedules measured across hosts
+ACROSS_RATE = 2e6  # bits per second of every host's shaped link
+
+
+def across_rows(steps: int = 6) -> list[dict[str, Any]]:
+    """p = 4, m = 8 across 4 namespaced hosts (root only; an empty list elsewhere) behind
+    links shaped to 2 Mbit/s, each action sleeping F:B:W = 20:40:20 ms: the measured seconds
+    per step (median, the first step left out) beside the clock's on the calibrated link
+    (latency, bandwidth), as the network bench compares the parameter-server modes. ratio:
+    measured / simulated."""
+    from pslab.pipeline.processes import step_time, train_across
+    from pslab.processes.calibrate import calibrate
+    from pslab.processes.hosts import Hosts, unavailable
+
+    why = unavailable()
+    if why:
+        print(f"pipeline across hosts skipped: {why}")
+        return []
+    link = calibrate(ACROSS_RATE)
+    cluster = pslab.Cluster(latency=link.latency, bandwidth=link.bandwidth, update_time=0.0)
+    out = []
+    for schedule, chunks in ACROSS:
+        pipe = pslab.Pipeline(stages=4, microbatches=8, schedule=schedule, chunks=chunks,
+                              times=(0.02, 0.04, 0.02))
+        with Hosts(4, bandwidth=ACROSS_RATE) as hosts:
+            real = train_across(pipe, [hosts.namespace(r) for r in range(4)], steps=steps)
+        measured = step_time(real)
+        simulated = pslab.train(mode=pipe, steps=2, numerics=False, cluster=cluster).step_time
+        load = os.getloadavg()[0]
+        out.append(row(SECTION, f"across 4 hosts {ACROSS_RATE / 1e6:g} Mbit/s, {schedule} "
+                       f"p=4 m=8: s/step (simulated {simulated * 1e3:.0f} ms, load {load:.1f})",
+                       {"median": measured, "runs": steps - 1}, ratio=measured / simulated,
+                       simulated_step=simulated, error=measured / simulated - 1,
+                       link_latency=link.latency, link_bandwidth=link.bandwidth))
+    return out
+
+
 def rows(quick: bool) -> list[dict[str, Any]]:
     repeat = 3 if quick else 7
     out = []
@@ -70,4 +109,6 @@ def rows(quick: bool) -> list[dict[str, Any]]:
         out.append(row(SECTION, f"slider step in the kernel (dashboard 08, {schedule}"
                        + (f" v={chunks}" if chunks > 1 else "") + ")", t,
                        goal=f"<= {GOAL_SLIDER * 1e3:g} ms", met=t["median"] <= GOAL_SLIDER))
+    if not quick:
+        out += across_rows()
     return out

@@ -14,11 +14,14 @@ left behind) is pslab/processes/group.py, as for FSDP2.
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from datetime import timedelta
+from typing import Sequence
 
 import torch
 
+from ..cluster import Cluster
 from ..data import Digits
 from ..files import load_tensors, save_tensors
 from ..model import init_params, layer_names, score, shapes
@@ -26,9 +29,10 @@ from ..processes.group import Finished, Member, group
 from ..timeline import Record, Span
 from .clock import Op
 from .mode import Pipeline
+from ..options import ProcessOptions
 from ..settings import Settings
 from .result import PipelineRun
-from .simulated import activation_bytes, param_bytes
+from .simulated import activation_bytes, durations, param_bytes
 from .schedules import rank_of
 from .stages import layer_bounds
 
@@ -67,15 +71,51 @@ class StageModule(torch.nn.Module):
                 for name, t in ((w, layer.weight), (b, layer.bias))}
 
 
-def train_processes(config: Settings) -> PipelineRun:
+def train_processes(config: Settings, hosts: Sequence[str] | None = None,
+                    compute: dict[tuple[int, str], float] | None = None) -> PipelineRun:
     """Run the settings' Pipeline on one process per rank (checked settings, backend
-    "processes": timeout, kill and hang from its options); returns the measured PipelineRun."""
+    "processes": timeout, kill and hang from its options); returns the measured PipelineRun.
+    hosts: rank r in the network namespace hosts[r] (a `Hosts` host: gloo on its shaped
+    link). compute: seconds each (virtual stage, kind) sleeps inside its timed action, the
+    clock's compute, so that a measured step is that compute plus what the links take."""
     pipe, options = config.mode, config.processes
-    settings = (pipe.plain(), config.steps, config.seed, config.batch, config.lr, config.hidden)
+    slept = None if compute is None else [[k, kind, t] for (k, kind), t in compute.items()]
+    settings = (pipe.plain(), config.steps, config.seed, config.batch, config.lr,
+                config.hidden, slept)
     with group(_rank, settings, pipe.stages, pipe.name, options.timeout, partial=lambda done:
                _assemble(done, config, pipe, complete=False), kill=options.kill,
-               hang=options.hang) as done:
+               hang=options.hang, hosts=None if hosts is None else list(hosts)) as done:
         return _assemble(done, config, pipe, complete=True)
+
+
+def train_across(pipe: Pipeline, hosts: Sequence[str], steps: int = 4, batch: int = 32,
+                 timeout: float = 30.0) -> PipelineRun:
+    """`pipe` (its `times` given) with rank r in the namespace hosts[r], each action sleeping
+    its (F, B, W) seconds: the clock's compute, so measured and simulated steps differ by
+    what the links and the processes add. Seed 0, lr 0.5, hidden 32."""
+    if pipe.times is None:
+        raise ValueError("times must be given to run a Pipeline across hosts: each action "
+                         "sleeps its seconds (got times=None)")
+    if len(hosts) != pipe.stages:
+        raise ValueError(f"hosts must give one namespace per stage ({pipe.stages}; got "
+                         f"{len(hosts)})")
+    config = Settings(mode=pipe, steps=steps, batch=batch,
+                      processes=ProcessOptions(timeout=timeout))
+    return train_processes(config, hosts, durations(pipe, Cluster(), config.hidden))
+
+
+def step_time(run: PipelineRun) -> float:
+    """Measured seconds per step: the median time from one step's first forward on rank 0 to
+    the next's (the flush included; a median, so that a moment when other programs took the
+    cores does not decide it). The first step pays for PyTorch's set-up: left out."""
+    starts: dict[int, float] = {}
+    for s in run.timeline:
+        if s.worker == 0 and s.kind == "forward":
+            starts[s.step] = min(starts.get(s.step, s.start), s.start)
+    ordered = [starts[k] for k in sorted(starts)][1:]
+    if len(ordered) < 2:
+        raise ValueError("step_time needs a run of at least 3 steps")
+    return statistics.median(b - a for a, b in zip(ordered, ordered[1:]))
 
 
 def _assemble(done: Finished, config: Settings, pipe: Pipeline,
@@ -117,7 +157,7 @@ def _last_step(reported: list[list]) -> list[Op]:
 
 
 def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, seed: int,
-          batch: int, lr: float, hidden: int) -> None:
+          batch: int, lr: float, hidden: int, slept: list | None) -> None:
     import torch.distributed as dist
     from torch.distributed.pipelining import PipelineStage
     from torch.distributed.pipelining import schedules
@@ -136,8 +176,9 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
     modules = {k: StageModule(params, names, *bounds[k]) for k in mine}
     spans: list = []
     step_now = [0]
+    sleeps = {(k, kind): t for k, kind, t in slept or []}
     stages = [_timed(PipelineStage(modules[k], k, pipe.virtual, torch.device("cpu")),
-                     spans, step_now) for k in mine]
+                     spans, step_now, sleeps) for k in mine]
     cls = getattr(schedules, TORCH[pipe.schedule])
     single = issubclass(cls, schedules.PipelineScheduleSingle)
     loss = torch.nn.functional.cross_entropy
@@ -172,16 +213,20 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
         spans.clear()
 
 
-def _timed(stage, spans: list, step_now: list):
-    """The stage with its three compute methods timed: (kind, start, end, step, micro)."""
+def _timed(stage, spans: list, step_now: list, sleeps: dict):
+    """The stage with its three compute methods timed: (kind, start, end, step, micro);
+    each first sleeps sleeps[(stage, F/B/I/W)] seconds where given (the clock's compute)."""
     for method in ("forward_one_chunk", "backward_one_chunk", "backward_weight_one_chunk"):
         inner = getattr(stage, method)
 
         def timed(micro, *args, _inner=inner, _method=method, **kwargs):
             a = time.monotonic()
-            out = _inner(micro, *args, **kwargs)
             kind = KIND.get(_method) or ("backward" if kwargs.get("full_backward", True)
                                          else "backward-input")
+            pause = sleeps.get((int(stage.stage_index), LETTER[kind]))
+            if pause:
+                time.sleep(pause)
+            out = _inner(micro, *args, **kwargs)
             spans.append((kind, a, time.monotonic(), step_now[0], int(micro),
                           int(stage.stage_index)))
             return out
