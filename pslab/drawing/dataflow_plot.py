@@ -78,7 +78,8 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     ax.set_axis_off()
     height = max(n * 1.4, 3.0)
     ys = [height / 2 - (i + 0.5) * height / n for i in range(n)]  # worker 0 on top
-    data_x, work_x, ps_left, ps_right = 1.0, 4.0, 7.75, 10.2
+    # the server starts where the push and pull labels (~3 units at LESSON_PT) end, clear of them
+    data_x, work_x, ps_left, ps_right = 1.0, 4.0, 7.95, 10.2
     ax.set_xlim(-0.1, 10.25)
     ax.set_ylim(-height / 2 - 0.1, height / 2 + 0.1)
     cfg, found = run.settings, flows(run)
@@ -105,8 +106,10 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
         # the label's corner touches the arrow at 60 % of its length, the text on the outer side
         lx, ly = x0 + 0.6 * (x1 - x0), 0.6 * y
         ha, va = ("center", "bottom") if abs(y) < 1e-9 else ("right", "bottom" if y > 0 else "top")
+        # (on a white ground: where the arrows fan out they pass under it, not through it)
         ax.text(lx, ly + (0.08 if ha == "center" else 0), f"{f.minibatches} batches\n{f.rows} rows",
-                ha=ha, va=va, fontsize=LESSON_PT, color="0.25")
+                ha=ha, va=va, fontsize=LESSON_PT, color="0.25", zorder=5,
+                bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none"))
         # gradients up to the server above, weights back below: two parallel arrows per worker
         a, b = work_x + 0.77, ps_left - 0.02
         _arrow(ax, (a, y + 0.12), (b, y + 0.12), ROLES["gradient"])
