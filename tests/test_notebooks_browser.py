@@ -449,11 +449,14 @@ def _most_rows_all_named(driver, dash_css: str, img, name: str) -> None:
 
     if not driver.find_elements(By.CSS_SELECTOR, f"{dash_css} .pslab-staleness"):
         return  # NAS, ZeRO, pipelines: their own rows (the NAS note says which are drawn)
-    for part in ("workers", "shards"):
+    for part in ("shards", "workers"):  # the workers last: the numbers then say 16 workers
         for handle in driver.find_elements(By.CSS_SELECTOR, f"{dash_css} .pslab-{part} "
                                                             ".noUi-handle"):
             handle.send_keys(Keys.END)
-    _wait(driver, STATUS_READY, timeout=120, what=f"{name}: ready at the most workers")
+    # "ready" of these values, not the one still on screen before the kernel has them
+    _wait(driver, STATUS_READY[:-2] + " && document.querySelector(arguments[0] + ' "
+          ".pslab-numbers').innerText.includes('16 workers');", (dash_css,), timeout=120,
+          what=f"{name}: ready at the most workers")
     readout = driver.execute_script(f"return document.querySelector('{dash_css} .pslab-workers"
                                     " .widget-readout').textContent.trim();")
     assert readout == "16", f"{name}: the workers slider at {readout}"
