@@ -312,11 +312,14 @@ def flips(rows: list[Row]) -> list[dict[str, Any]]:
 
 
 def summary(rows: list[Row]) -> dict[str, Any]:
+    """Median and worst |error|, the rankings, and whether they are the same: no pair of one
+    group ordered one way measured and the other way simulated (flips). A pair tied on one
+    side (two modes the clock times alike, e.g. async and Backup(1) with 2 workers) is no
+    flip, though the sorted lists may list it in either order."""
     errors = [abs(r.error) for r in rows]
-    ranks = ranking(rows)
+    flipped = flips(rows)
     return dict(median_error=statistics.median(errors), worst_error=max(errors),
-                ranking_same=all(m == s for m, s in ranks.values()), ranking=ranks,
-                flips=flips(rows))
+                ranking_same=not flipped, ranking=ranking(rows), flips=flipped)
 
 
 def live_check(link: Link, steps: int = 4) -> str:
