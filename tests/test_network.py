@@ -284,17 +284,22 @@ def test_a_saved_grid_replays_with_todays_model_and_untrusted_rows_are_refused(t
     back bit for bit; the collectives' differ only by today's ZeRO(3) and ring latency. A row
     with a mode not in MODES, or a missing field, is a ValueError naming the file."""
     from bench.network import replay
+    from pslab.processes import load_comparison
 
     grids = sorted((Path(__file__).resolve().parents[1] / "bench" / "results")
                    .glob("network-grid-*.json"))
     assert grids
     for path in grids:
         done, summary = replay(str(path))
-        assert len(done) == summary["cases"] == 42
+        assert len(done) == summary["cases"] >= 12
+        # a file that saved each case's steps and ring latencies (seed 4242) was simulated
+        # with today's model: all of it comes back bit for bit; older ones, their PS rows
+        new = all("steps" in c for c in load_comparison(path).cases)
         for d in done:
-            if not d["row"].case.collective:
+            if new or not d["row"].case.collective:
                 assert d["row"].simulated_step == d["was"], d["row"].case.name
-    saved = json.loads(grids[0].read_text())
+    assert any(all("steps" in c for c in load_comparison(p).cases) for p in grids)
+    saved = json.loads(grids[-1].read_text())
     for bad in ({"mode": "rm -rf"}, {"workers": True}, {"compute": float("nan")}):
         rows = [dict(r, **bad) if "measured_step" in r else r for r in saved["rows"]]
         (tmp_path / "bad.json").write_text(json.dumps(dict(saved, rows=rows)))
