@@ -91,6 +91,10 @@ CELLS = {
     ("08_pipeline_parallelism", 'zb = unit("zb-h1", 4, 8, times=(1, 2, 1))\nprint("bubble '
      'time: 1F1B", unit("1f1b", 4, 8, times=(1, 2, 1)).bubble_time, "s; ZB-H1",\n      '
      'zb.bubble_time, "s")\nplot_pipeline(zb)'): ["pipeline"],
+    ("08_pipeline_parallelism", 'h2 = unit("zb-h2", 4, 8, times=(1, 2, 1))\nprint("idle inside '
+     'each rank\'s window: ZB-H1", zb.rank_idle, "s; ZB-H2", h2.rank_idle, "s")\nprint("synchronous '
+     'step: ZB-H1", zb.span, "s; ZB-H2", h2.span, "s; activations held:", h2.activations)\n'
+     'plot_pipeline(h2)'): ["pipeline"],
     ("08_pipeline_parallelism", "plot_pipeline(real)  # measured: real times change every "
      "run"): ["pipeline"],
     ("01_data_parallel", "plot.plot_dataflow(run)"): ["run002"],
@@ -144,11 +148,14 @@ def _pipeline_setup() -> dict:
         mode = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v, times=times)
         return pslab.train(mode=mode, steps=1, numerics=False, cluster=pslab.Cluster.free())
 
-    sim = pslab.train(mode=pslab.Pipeline(stages=2, microbatches=4), steps=3, numerics=False)
+    from pslab.options import ProcessOptions
+
+    sim = pslab.train(mode=pslab.Pipeline(stages=2, microbatches=4), steps=3)
     real = dataclasses.replace(sim, settings=dataclasses.replace(sim.settings,
-                                                                 backend="processes"))
+                                                                 processes=ProcessOptions()))
     return {"unit": unit, "plot_pipeline": plot_pipeline,
-            "one": unit("1f1b", 4, 8, times=(1, 2, 0)), "real": real}
+            "one": unit("1f1b", 4, 8, times=(1, 2, 0)), "real": real,
+            "zb": unit("zb-h1", 4, 8, times=(1, 2, 1))}
 SETUP["sim, run"] = _processes_stand_in
 SETUP["fsdp, ddp"] = lambda: {name: _measured(pslab.train(mode, workers=2, steps=3))
                               for name, mode in (("fsdp", pslab.ZeRO(3)), ("ddp", "allreduce"))}

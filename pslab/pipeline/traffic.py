@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..collectives import bytes_per_worker
+
 BYTES = 4
 
 
@@ -31,8 +33,9 @@ def pipeline_bytes(micro: int, rows: int, width: int) -> float:
 
 def zero3_bytes(params: int, ranks: int, micro: int) -> float:
     """Bytes a ZeRO-3 rank sends per step, the weights gathered before each micro-batch's
-    forward and backward and the gradient reduce-scattered once."""
-    return (2 * micro + 1) * BYTES * params * (ranks - 1) / ranks
+    forward and backward and the gradient reduce-scattered once (what the clock's ZeRO(3)
+    moves with accumulate = micro: pslab.collectives)."""
+    return bytes_per_worker(3, BYTES * params, ranks, micro)
 
 
 def compare(params: int, ranks: int, micro: int, rows: int, width: int, bandwidth: float
