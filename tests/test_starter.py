@@ -110,3 +110,29 @@ def test_a_kernel_that_ran_processes_shuts_down_cleanly_and_leaves_nothing(tmp_p
     while time.monotonic() < deadline and any(psutil.pid_exists(p) for p in helpers):
         time.sleep(0.1)
     assert not any(psutil.pid_exists(p) for p in helpers)
+
+
+KILLED = """
+import os, signal, psutil, pslab
+run = pslab.train("sync", workers=2, steps=2, backend="processes", start_method={method!r})
+print(*[p.pid for p in psutil.Process().children()], flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # as nbval or a kernel restart ends a kernel: no atexit
+"""
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_a_caller_killed_without_its_atexit_hooks_leaves_no_temporary_folder(method, tmp_path):
+    """multiprocessing's pymp-* folder (the forkserver's socket) is removed by the forkserver
+    when its caller has ended, however: a killed notebook kernel leaves nothing in /tmp."""
+    psutil = pytest.importorskip("psutil")
+    out = subprocess.run([sys.executable, "-c", KILLED.format(method=method)],
+                         capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert out.returncode == -9, out.stderr[-2000:]
+    helpers = [int(p) for p in out.stdout.split()]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (list(tmp_path.iterdir()) or
+                                           any(psutil.pid_exists(p) for p in helpers)):
+        time.sleep(0.1)
+    assert list(tmp_path.iterdir()) == [] and len(helpers) == (2 if method == "forkserver" else 1)
+    assert not any(psutil.pid_exists(p) for p in helpers)

@@ -12,13 +12,16 @@ waits until none is left: the server would die of it without being reaped (the k
 reaps it when it starts processes again) and the tracker ignores SIGTERM, so the kernel would
 wait ~30 s and be killed, its atexit hooks (temporary folders) never run. Out of its group, both
 are left alone and end by themselves when the caller ends, however it ends: each waits on a pipe
-from it, which the end of the caller closes.
+from it, which the end of the caller closes. The server then removes the caller's temporary
+pymp-* folder (where its socket is): a caller killed without its atexit hooks (a notebook kernel
+that nbval or a kernel restart kills) would leave it behind in /tmp.
 """
 from __future__ import annotations
 
 import atexit
 import multiprocessing as mp
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +31,7 @@ from typing import Any
 # what the forkserver imports before its first fork: the parameter-server processes' modules,
 # and for the collective modes (ZeRO-3 on FSDP2, all-reduce on DDP) theirs too (0.6 s more CPU)
 SERVER = ["pslab.processes.preload"]
+FOLDER = "PSLAB_FORKSERVER_FOLDER"  # tells the forkserver the caller's pymp-* folder
 PRELOAD = SERVER + ["pslab.processes.fsdp", "torch.distributed.fsdp"]
 
 
@@ -82,10 +86,27 @@ def _spawn_in_own_group(path: str, args: list[str], passfds: Any) -> int:
     # the processes themselves (child.quiet); PSLAB_PROCESS_OUTPUT=1 keeps it
     if os.environ.get("PSLAB_PROCESS_OUTPUT") != "1":
         group.update(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    folder = _socket_folder(passfds)
+    if folder is not None:  # the forkserver: it removes the folder of its socket (preload.py)
+        group.update(env=dict(os.environ, **{FOLDER: folder}))
     p = subprocess.Popen(args, executable=path, pass_fds=tuple(sorted(map(int, passfds))),
                          close_fds=True, restore_signals=False, **group)
     _servers.append(p)
     return p.pid
+
+
+def _socket_folder(passfds: Any) -> str | None:
+    """The folder of the Unix socket among `passfds` (the forkserver's listener: multiprocessing
+    makes it in its temporary pymp-* folder of the caller), or None (the tracker: pipes only)."""
+    for fd in passfds:
+        try:
+            with socket.socket(fileno=os.dup(int(fd))) as sock:
+                name = sock.getsockname()
+        except OSError:
+            continue
+        if isinstance(name, str) and os.path.basename(os.path.dirname(name)).startswith("pymp-"):
+            return os.path.dirname(name)
+    return None
 
 
 def warm(fsdp: bool = True) -> threading.Thread:
