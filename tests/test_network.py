@@ -335,3 +335,35 @@ def test_the_collectives_ring_latency_is_measured_and_brings_the_clock_to_the_wi
     assert abs(simulated / measured - 1) < 0.25
     if mode == "zero3":
         assert abs(simulated / measured - 1) < abs(bytes_only / measured - 1)
+
+
+def test_a_case_whose_processes_fail_is_measured_again_once_then_reported_not_dropped(
+        monkeypatch, capsys):
+    """The grid goes on past a failed case: measured again once (the row says why), and a
+    case that fails twice is a row of its own, named in the summary, and the goal is not met."""
+    import bench.network as grid
+    from pslab.processes import calibrate as calibration, hosts, network
+
+    tries: dict[str, int] = {}
+
+    def compare(link, cases, steps):
+        name = cases[0].name
+        tries[name] = tries.get(name, 0) + 1
+        if name.startswith("#0") or (name.startswith("#1") and tries[name] == 1):
+            raise RuntimeError(f"{name}: worker 4 stopped answering")
+        return [network.Row(cases[0], 0.1, 0.1, 1.0, 1.0, 0.1, 0.1)]
+
+    monkeypatch.setattr(hosts, "unavailable", lambda: None)
+    monkeypatch.setattr(calibration, "calibrate", lambda bw, repeats: calibration.Link(
+        0.0, bw / 8, bw))
+    monkeypatch.setattr(network, "ring_latency", lambda mode, workers, link: 0.001)
+    monkeypatch.setattr(network, "compare", compare)
+    rows = grid.rows(quick=True, seed=7)
+    summary = rows[-1]
+    first = [c.name for c in grid.draw(7, grid.QUICK_SETTINGS) if c.name.startswith("#0")]
+    assert summary["failed"] == [f"{n} FAILED twice" for n in first] and not summary["met"]
+    assert all(tries[n] == 2 for n in first)
+    again = [r for r in rows if r.get("retried")]
+    assert again and all(r["name"].startswith("#1") for r in again)
+    assert summary["cases"] == 12 - len(first)
+    assert "FAILED twice" in capsys.readouterr().out
