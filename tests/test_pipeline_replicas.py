@@ -15,36 +15,27 @@ import torch
 
 import pslab
 from pslab.allreduce import ring_time
-from pslab.pipeline.schedules import CHUNKS, SCHEDULES, refusal
-
+from test_pipeline_sgd import cases as sgd_cases
 from test_pipeline_sgd import one_worker
 
 
 def cases():
-    """Every schedule on seeded (p, m, v, d) it accepts."""
+    """test_pipeline_sgd's seeded (schedule, p, m, v, layers), each with a seeded d of 2-4."""
     rng = random.Random(30)
-    out = []
-    for schedule in SCHEDULES:
-        found = 0
-        while found < 3:
-            p, m, v, d = (rng.randint(1, 4), rng.randint(1, 6), rng.choice(CHUNKS[schedule]),
-                          rng.randint(2, 4))
-            if refusal(schedule, p, m, v) is None:
-                out.append((schedule, p, m, v, d))
-                found += 1
-    return out
+    return [(schedule, p, m, v, layers, rng.randint(2, 4))
+            for schedule, p, m, v, layers in sgd_cases()]
 
 
-def run_of(schedule, p, m, v, d, **kw):
-    layers = max(2, p * v)
+def run_of(schedule, p, m, v, d, layers=None, **kw):
+    layers = layers or max(2, p * v)
     mode = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v, layers=layers,
                           replicas=d)
     return pslab.train(mode=mode, steps=3, batch=6, hidden=12, lr=0.3, seed=11, **kw), layers
 
 
-@pytest.mark.parametrize("schedule,p,m,v,d", cases())
-def test_weights_equal_one_worker_accumulating_d_times_m(schedule, p, m, v, d):
-    run, layers = run_of(schedule, p, m, v, d)
+@pytest.mark.parametrize("schedule,p,m,v,layers,d", cases())
+def test_weights_equal_one_worker_accumulating_d_times_m(schedule, p, m, v, layers, d):
+    run, layers = run_of(schedule, p, m, v, d, layers)
     want, scores = one_worker(layers, 12, d * m, 6, 3, 0.3, 11)
     assert list(run.weights) == list(want) and run.workers == d * p
     for k in want:
@@ -63,9 +54,10 @@ def test_the_grouping_is_round_off_not_bits():
     assert not all(torch.equal(run.weights[k], want[k]) for k in want)
 
 
-@pytest.mark.parametrize("schedule,p,m,v,d", cases())
-def test_on_free_links_replicas_keep_the_pipelines_step_and_bubbles(schedule, p, m, v, d):
-    mode = dict(stages=p, microbatches=m, schedule=schedule, chunks=v, layers=max(2, p * v),
+@pytest.mark.parametrize("schedule,p,m,v,layers,d", cases())
+def test_on_free_links_replicas_keep_the_pipelines_step_and_bubbles(schedule, p, m, v, layers,
+                                                                    d):
+    mode = dict(stages=p, microbatches=m, schedule=schedule, chunks=v, layers=layers,
                 times=(1.0, 2.0, 1.0))
     one = pslab.train(mode=pslab.Pipeline(**mode), steps=1, numerics=False,
                       cluster=pslab.Cluster.free())
