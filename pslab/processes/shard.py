@@ -10,7 +10,8 @@ the virtual clock. That is `Cluster(links="one-at-a-time")` whatever the run's C
 default duplex one); with transfers="wire" the real link, full duplex, times the transfers
 and the lock holds the updates only. When a worker may go on is the mode's call (`Policy`):
 after its push, a worker gets the weights of its next step once the policy lets it start
-that step.
+that step. The workers of a barrier's round (sync, Backup) get theirs in rank order, as the
+simulated server books their fetches, on every shard alike.
 """
 from __future__ import annotations
 
@@ -54,6 +55,10 @@ class Shard:
         self.applied_upto = 0  # ... of which this many are in an applied update
         self.turn = [0] * job.steps  # sync: how many of step t's pushes went in, in clock order
         self.answered = [0] * (job.steps + 1)  # sync: how many fetches of step t were answered
+        # backup workers: per round, the workers whose pushes went in, and those of them whose
+        # next weights went out (answered in rank order, as on every shard)
+        self.members: dict[int, list[int]] = {}
+        self.answered_members: dict[int, set[int]] = {}
         self.round_stale = 0  # largest staleness among the pushes of the update being built
         self.errors: list[str] = []
         self.arrived = [job.start_step] * job.workers  # pushes that reached the shard
@@ -112,6 +117,7 @@ class Shard:
                 return None
         self.report.hold("spans", [Span(w, self.index, "push", a, b, step)])
         with self.state:
+            self.members.setdefault(step, []).append(w)
             if order is not None:  # sync: add the round's gradients as the simulation does
                 self.wait(lambda: order[step][self.turn[step]] == w)
                 self.turn[step] += 1
@@ -158,15 +164,22 @@ class Shard:
         if in_order:  # sync: a round's workers are answered in rank order, on every shard
             with self.state:  # (as the simulated server books them), not in thread wake-up
                 self.wait(lambda: self.answered[step] == w)  # order, which differs per shard
+        round_ = self.members.get(step - 1, ()) if self.job.policy.waits_for_update else ()
+        if not in_order and w in round_:  # backup workers: the round's members the same way
+            with self.state:  # (a late, dropped push's worker is answered at once)
+                done = self.answered_members.setdefault(step, set())
+                self.wait(lambda: all(v in done or v not in self.alive
+                                      for v in round_ if v < w))
         a = self.now() if wire else self.hold_link(self.job.transfer[self.index])[0]
         with self.state:
             version, keys = self.server.pull(self.index)
         dist.send(pack(buf, REPLY, step, version, keys, sent=a), dst=rank)
         if not wire:  # model: the link was held for the model's time, then the send returned
             self.report.hold("spans", [Span(w, self.index, "fetch", a, self.now(), step)])
-        if in_order:
+        if in_order or w in round_:
             with self.state:
                 self.answered[step] += 1
+                self.answered_members.setdefault(step, set()).add(w)
                 self.state.notify_all()
 
     # --- helpers -------------------------------------------------------------------------
