@@ -285,13 +285,17 @@ return out;
 """
 
 
-def _fit_problems(driver, size: str, scope: str | None = None) -> list[str]:
-    """Resize the window (opening JupyterLab's file browser, as a presenter has it) and list
-    what does not fit."""
+def _resize(driver, size: str) -> None:
+    """The window at SIZES[size], JupyterLab's file browser open (as a presenter has it)."""
     driver.set_window_size(*SIZES[size])
     driver.execute_script("window.jupyterapp && window.jupyterapp.commands.execute("
                           "'filebrowser:activate');")
     time.sleep(1.5)  # layout settles (JupyterLab re-lays the panels on resize)
+
+
+def _fit_problems(driver, size: str, scope: str | None = None) -> list[str]:
+    """Resize the window (`_resize`) and list what does not fit."""
+    _resize(driver, size)
     return driver.execute_script(FIT, scope) + driver.execute_script(TOGETHER, scope)
 
 
@@ -682,6 +686,7 @@ def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
                          what="the saved dashboard's note")
             assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
             assert said["ready_shown"] == 0 and said["broken"] == 0, said
+            _resize(driver, "1024")
             _shoot(driver, "saved_02", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
                    ".pslab-dashboard")
         except Exception:
@@ -708,6 +713,7 @@ def test_notebook_05s_saved_knobs_say_they_are_pictures(capsys):
                              what=f"knob {k}'s note")
                 assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
                 assert said["broken"] == 0, said
+            _resize(driver, "1024")
             _shoot(driver, "saved_05", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
                    ".pslab-knob")
         except Exception:

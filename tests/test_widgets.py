@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import html
+import re
 import io
 import math
 
@@ -389,14 +390,16 @@ def test_switching_mode_at_defaults_never_collapses_without_the_reason_on_screen
         run = dash.run
         collapsed = run.diverged or run.final_accuracy < sync_acc - 0.05
         if collapsed:
+            why = html.unescape(dash.why.value)
             ssp0 = f"SSP(0) is sync at lr {run.workers * PRESETS[name].lr:g}"
-            assert "applies each of the" in dash.why.value, (name, mode, dash.why.value)
+            assert f"applies all {run.workers} pushes" in why, (name, mode, why)
             # SSP(0) named only where SSP is on show: in async mode it is a word too many
-            assert (ssp0 in dash.why.value) == (mode == "SSP"), (name, mode, dash.why.value)
-            if run.diverged:
-                assert "DIVERGED" in dash.why.value
-            fix = float(dash.why.value.split("Sync&#x27;s step: learning rate ")[1]
-                        .split(".<")[0].rstrip("."))
+            assert (ssp0 in why) == (mode == "SSP"), (name, mode, why)
+            if run.diverged:  # the lr that trains in this mode comes first
+                assert "DIVERGED" in why
+                fix = float(why.split("Learning rate ")[1].split(" trains")[0])
+            else:
+                fix = float(re.search(r"Sync's step: learning rate ([\d.]*\d)", why)[1])
             dash.set(lr=fix)
             assert not dash.run.diverged and dash.run.final_accuracy > sync_acc - 0.1, \
                 (name, mode, fix, dash.run.final_accuracy, sync_acc)
@@ -419,6 +422,20 @@ def test_sync_collapsing_at_a_large_lr_is_explained_with_an_lr_that_trains(name,
     dash.set(lr=fix)
     assert not dash.run.diverged and dash.run.final_accuracy > 0.5, (name, lr, fix)
     assert "DIVERGED" not in dash.why.value
+
+
+@pytest.mark.parametrize("name", ["default", "000", "002"])
+def test_async_diverging_names_an_lr_that_trains_in_async(name):
+    """At the lr slider's top end async diverges, and sync's step (lr / N) may diverge too: the
+    red line names the largest lr below that trains in async, and at that lr async trains."""
+    dash = Dashboard(name, settle_delay=None, mode="async", lr=10.0)
+    assert dash.run.diverged
+    why = html.unescape(dash.why.value)
+    assert why.count("DIVERGED. Why") == 1 and "#c62828" in why, why
+    fix = float(why.split("Learning rate ")[1].split(" trains")[0])
+    assert fix < 10.0
+    dash.set(lr=fix)
+    assert not dash.run.diverged and dash.run.final_accuracy > 0.5, (name, fix)
 
 
 def test_sync_at_the_largest_lr_diverges_in_every_preset():

@@ -30,17 +30,27 @@ def step_lr(lr: float, workers: int, choices: Sequence[float]) -> float:
     return max(below) if below else min(choices)
 
 
-def lr_reason(run: Run, lr: float, choices: Sequence[float]) -> str | None:
+def lr_reason(run: Run, lr: float, choices: Sequence[float],
+              trains: float | None = None) -> str | None:
     """Why async/SSP train differently from sync at this lr, and the lr that matches sync's
-    step; None for sync or a single worker (where the modes agree)."""
+    step; None for sync or a single worker (where the modes agree). A diverged run names
+    `trains` instead, the largest lr below that trains in its mode (sync's step may diverge
+    too)."""
     n = run.workers
     if run.mode == "sync" or n < 2:
         return None
-    head = "DIVERGED. Why: " if run.diverged else "Compared with sync: "
     ssp = f" (SSP(0) is sync at lr {n * lr:g})" if run.mode.startswith("SSP") else ""
-    return (f"{head}{run.mode} applies each of the {n} pushes at the full rate {lr:g}, sync "
-            f"their mean once, so a round moves the weights {n}× as far{ssp}. Sync's step: "
-            f"learning rate {step_lr(lr, n, choices):g}.")
+    why = (f"{run.mode} applies all {n} pushes at the full rate {lr:g}, sync their mean once: "
+           f"a round moves the weights {n}× as far{ssp}.")
+    if run.diverged:
+        return f"DIVERGED. Why: {why}{_fix(trains)}"
+    return f"Compared with sync: {why} Sync's step: learning rate {step_lr(lr, n, choices):g}."
+
+
+def _fix(trains: float | None) -> str:
+    """The sentence that names a learning rate that trains (or says to try a smaller one)."""
+    return (f" Learning rate {trains:g} trains." if trains is not None
+            else " Try a smaller learning rate.")
 
 
 def sync_reason(run: Run, lr: float, trains: float | None) -> str | None:
@@ -48,10 +58,8 @@ def sync_reason(run: Run, lr: float, trains: float | None) -> str | None:
     largest learning rate below that trains (`trains`, None when none was found)."""
     if run.mode != "sync" or not run.diverged:
         return None
-    fix = (f" Learning rate {trains:g} trains." if trains is not None
-           else " Try a smaller learning rate.")
     return (f"DIVERGED. Why: at learning rate {lr:g} even sync's one averaged step overshoots: "
-            f"each update lands further from the minimum than the last.{fix}")
+            f"each update lands further from the minimum than the last.{_fix(trains)}")
 
 
 def later_reason(run: Run, sync: Run, straggler: bool, links: str = "duplex") -> str | None:
@@ -142,8 +150,8 @@ def why_html(run: Run, sync: Run, lr: float, straggler: bool,
              choices: Sequence[float], links: str = "duplex",
              trains: float | None = None) -> str:
     """The lines above as HTML for a dashboard: a divergence line red; empty when nothing
-    needs explaining. `trains`: for a diverged sync run, the largest lr below that trains."""
-    lines = [(lr_reason(run, lr, choices), "#c62828" if run.diverged else "#444"),
+    needs explaining. `trains`: for a diverged run, the largest lr below that trains."""
+    lines = [(lr_reason(run, lr, choices, trains), "#c62828" if run.diverged else "#444"),
              (sync_reason(run, lr, trains), "#c62828"),
              (later_reason(run, sync, straggler, links), "#444")]
     return "".join(f"<div style='font-size:12px;line-height:1.2;color:{colour}'>"

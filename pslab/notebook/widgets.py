@@ -171,17 +171,23 @@ class Dashboard(DashboardBase):
         if self.view.run is None:
             return ""
         run = self.view.run
-        trains = self._sync_trains(settings) if run.mode == "sync" and run.diverged else None
+        trains = self._trains(settings) if run.diverged else None
         return why_html(run, self.view.sync_twin(), settings.lr, settings.slowdown > 1,
                         LR_VALUES, settings.links, trains)
 
-    def _sync_trains(self, settings: Settings, tries: int = 4) -> float | None:
-        """The largest grid learning rate below `settings.lr` at which sync does not diverge
-        (at most `tries` runs, each cached; None if none of them trains)."""
-        for lr in sorted((v for v in LR_VALUES if v < settings.lr), reverse=True)[:tries]:
-            if not self.view.cache.get(settings.changed(lr=lr), True).diverged:
-                return lr
-        return None
+    def _trains(self, settings: Settings) -> float | None:
+        """The largest grid learning rate below `settings.lr` at which this mode does not
+        diverge (None if none does): bisected over the grid, as divergence comes with a larger
+        lr, so 4 runs at most (each cached); the one named has been run and trains."""
+        below = sorted(v for v in LR_VALUES if v < settings.lr)
+        trains, diverges = -1, len(below)
+        while diverges - trains > 1:
+            mid = (trains + diverges) // 2
+            if self.view.cache.get(settings.changed(lr=below[mid]), True).diverged:
+                diverges = mid
+            else:
+                trains = mid
+        return below[trains] if trains >= 0 else None
 
     def __repr__(self) -> str:
         return f"Dashboard({self.preset!r}, {self.settings.code()})"
