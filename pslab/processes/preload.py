@@ -6,6 +6,7 @@ killed without its atexit hooks leaves it otherwise; one that ran them has remov
 import atexit
 import os
 import shutil
+import time
 
 import torch  # noqa: F401
 import torch.distributed  # noqa: F401
@@ -15,12 +16,20 @@ from . import child, remote, shard  # noqa: F401
 from .starter import FOLDER
 
 
-def _remove(server: int, folder: str) -> None:
-    if os.getpid() == server:  # the forkserver itself (its children end by os._exit anyway)
+def _remove(server: int, caller: int, folder: str) -> None:
+    """At the forkserver's exit: its caller's folder, once the caller has ended (a caller that
+    is alive, having stopped or restarted its server, keeps its folder and removes it itself)."""
+    if os.getpid() != server:  # (the processes end by os._exit: never here, but be sure)
+        return
+    # the caller's pipe closes as it ends, a moment before this server is handed to a new parent
+    deadline = time.monotonic() + 2.0
+    while os.getppid() == caller and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if os.getppid() != caller:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 _folder = os.environ.pop(FOLDER, None)  # (not passed on to the processes)
 if _folder and os.path.basename(_folder).startswith("pymp-"):
-    atexit.register(_remove, os.getpid(), _folder)
+    atexit.register(_remove, os.getpid(), os.getppid(), _folder)
 _digits()
