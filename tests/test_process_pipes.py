@@ -137,3 +137,39 @@ def test_nothing_in_pslab_unpickles():
                 if any(n.split(".")[0] in ("pickle", "marshal", "shelve", "dill") for n in names):
                     found.append(f"{path.name}:{node.lineno} imports {names}")
     assert found == []
+
+
+def group_read(blob):
+    """What the collective modes' group (processes/group.py) makes of `blob` on rank 0's pipe."""
+    from pslab.processes.group import Watch
+    watch = Watch(workers=2, mode="allreduce", timeout=5)
+    reader, writer = Pipe(duplex=False)
+    thread = threading.Thread(target=lambda: (writer.send_bytes(blob), writer.close())
+                              if len(blob) < 60_000 else writer.close(), daemon=True)
+    thread.start()
+    thread.join(10)
+    watch.readers[reader] = 0
+    try:
+        watch._read(reader)
+    finally:
+        reader.close()
+    return watch
+
+
+@pytest.mark.parametrize("blob, why", [
+    (pickle.dumps({"kind": "done", "x": Planted()}), "rank 0's message: not JSON"),
+    (b'{"kind": "step", "step": -1, "spans": []}', "field step"),
+    (b'{"kind": "step", "step": 1, "spans": [[{"a": 1}]]}', "field spans[0][0]"),
+    (b'{"kind": "order"}', "field kind"),
+    (b'[' * 100 + b']' * 100, "nested deeper"),
+])
+def test_the_collective_group_s_messages_are_checked_never_unpickled(blob, why):
+    with pytest.raises(ValueError, match="rank 0's message") as caught:
+        group_read(blob)
+    assert why in str(caught.value)
+
+
+def test_the_collective_group_takes_what_its_processes_say():
+    watch = group_read(json.dumps(dict(kind="step", step=1, spans=[["compute", 0.5, 1.0, 1]]))
+                       .encode())
+    assert watch.steps[0] == 2 and watch.spans[0] == [["compute", 0.5, 1.0, 1]]

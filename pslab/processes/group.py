@@ -22,10 +22,27 @@ import time
 import traceback
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Annotated, Any, Callable, Iterator, Literal, NamedTuple, Optional, Sequence, \
+    Union
 
+from msgspec import Meta, Struct
+
+from ..files import check_shape, parse_json
 from .launcher import ProcessFailure, main_module_hidden
 from .starter import context
+
+MESSAGE_LIMIT = 1 << 22  # bytes: a step's spans (a few hundred profiled ranges) and a few names
+Seconds = Annotated[float, Meta(ge=-1e300, le=1e300)]  # finite
+
+
+class Said(Struct, forbid_unknown_fields=True):
+    """A message from a process of the group: its kind and that kind's fields."""
+    kind: Literal["ready", "step", "scored", "error", "done"]
+    step: Annotated[int, Meta(ge=0, le=2**31)] = 0
+    spans: list[list[Union[str, int, Seconds, None]]] = []
+    score: Optional[tuple[float, float]] = None  # a diverged run scores NaN
+    message: str = ""
+
 
 STARTUP = 120.0  # seconds for a first forkserver (`import torch`) + the group's set-up, loaded
 
@@ -181,24 +198,33 @@ class Watch:
                 raise ProcessFailure(self.explain(procs, silent=True))
 
     def _read(self, conn: Connection) -> bool:
-        """Take every message waiting on `conn`; False at its end (the process is gone)."""
+        """Take every message waiting on `conn` (bytes of JSON, never unpickled; at most
+        MESSAGE_LIMIT bytes, its shape checked before use: a ValueError naming the rank and
+        the field otherwise); False at its end (the process is gone)."""
         rank = self.readers[conn]
+        where = f"rank {rank}'s message"
         try:
             while conn.poll():
-                message = json.loads(conn.recv_bytes())
-                kind = message["kind"]
+                line = conn.recv_bytes(MESSAGE_LIMIT)
+                message = check_shape(parse_json(line, where), Said, where)
+                kind = message.kind
                 if kind == "ready":
                     self.ready.add(rank)
                 elif kind == "step":
-                    self.steps[rank] = message["step"] + 1
-                    self.spans[rank] += message["spans"]
+                    self.steps[rank] = message.step + 1
+                    self.spans[rank] += message.spans
                 elif kind == "scored":  # rank 0: loss and accuracy after an update
-                    self.scores[message["step"]] = tuple(message["score"])
+                    self.scores[message.step] = message.score
                 elif kind == "error":
-                    self.errors[rank] = message["message"]
+                    self.errors[rank] = message.message
                 elif kind == "done":
                     self.done.add(rank)
-        except (EOFError, OSError):
+        except OSError as error:
+            if str(error) == "bad message length":  # multiprocessing's words: read no further
+                raise ValueError(f"{where}: longer than {MESSAGE_LIMIT} bytes") from None
+            self.ended.add(conn)
+            return False
+        except EOFError:
             self.ended.add(conn)  # (waited on, an ended pipe is always ready: a busy loop)
             return False
         return True
