@@ -50,6 +50,11 @@ class Plain(Struct, forbid_unknown_fields=True):
     closed: Count
     started: bool
     arrived: Optional[Count] = None  # the ring modes only
+    micro: Optional[list[Count]] = None  # ZeRO's ring: each worker's minibatch in its step
+    gathered: Optional[Count] = None  # ZeRO's ring: workers done with this minibatch
+
+
+OPTIONAL = ("arrived", "micro", "gathered")  # Plain's attributes that some modes have
 
 
 class ByStep(Struct, forbid_unknown_fields=True):
@@ -174,8 +179,14 @@ def _check_plain(state: State, sim: Simulation, need) -> None:
     """The bookkeeping attributes: exactly those this simulation has, each the right size."""
     workers, shards = len(sim.workers), len(sim.server.versions)
     plain = state.actors.plain
-    need((plain.arrived is None) == ("arrived" not in sim.PLAIN), "actors.plain.arrived",
-         "present in a mode without it, or missing")
+    for name in OPTIONAL:
+        need((getattr(plain, name) is None) == (name not in sim.PLAIN), f"actors.plain.{name}",
+             "present in a mode without it, or missing")
+    need(plain.micro is None or (len(plain.micro) == workers and
+                                 all(m < sim.accumulate for m in plain.micro)),
+         "actors.plain.micro", "not one minibatch of the step per worker")
+    need(plain.gathered is None or plain.gathered <= workers, "actors.plain.gathered",
+         "more workers than the run has")
     need(len(plain.fetched) == workers and all(len(v) == shards for v in plain.fetched),
          "actors.plain.fetched", "not one version per worker and shard")
     need(len(plain.push_done) == workers, "actors.plain.push_done", "not one time per worker")
@@ -217,8 +228,9 @@ def restore(sim: Simulation, saved: Any, found: TensorFile) -> None:
     clock.restore(state.now, state.seq, [(time, seq, getattr(sim, name), tuple(args))
                                          for time, seq, name, args in state.events])
     actors = to_builtins(state.actors)
-    if actors["plain"]["arrived"] is None:
-        del actors["plain"]["arrived"]
+    for name in OPTIONAL:
+        if actors["plain"][name] is None:
+            del actors["plain"][name]
     sim.set_bookkeeping(actors)
     sim.timeline.clear()
     sim.timeline.extend(Span(*s) for s in state.timeline)

@@ -237,7 +237,8 @@ def test_children_die_with_their_launcher(tmp_path):
     # The kernel killed outright (SIGKILL, as an out-of-memory kill or a restart does): the
     # forkserver's children are not its children, so only their watchdog can stop them.
     script = ("import pslab\nif __name__ == '__main__':\n"
-              "    pslab.train(steps=100000, backend='processes', time_scale=0.01)\n")
+              "    pslab.train(steps=2000, backend='processes', time_scale=0.1)\n")  # ~5 min
+    # (not 100000 steps: train first simulates the run's timing, 88 s at load 10)
     (tmp_path / "launcher.py").write_text(script)
     private = tmp_path / "tmp"  # its temporary folder: others' runs put theirs in /tmp meanwhile
     private.mkdir()
