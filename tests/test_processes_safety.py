@@ -165,9 +165,9 @@ def _alive(pid: int) -> bool:
 def test_async_finishes_without_a_sigstopped_worker_every_time():
     """docs/processes.md: a worker that stops answering (here SIGSTOP, as a hung machine)
     does not stop async: the others finish, the launcher ends the silent one and says so.
-    Each trial waits out the silence that defines "stopped answering" (timeout=2 s, then gloo's
-    timeout + 2 s in the shards: ~4 s of a trial's ~6-8 s at load 7), so the test is five
-    trials and is repeated as every process test is (many runs in a row)."""
+    Each trial waits out the silence that defines "stopped answering" (timeout=2 s): measured
+    at load 7, such a run takes 5.3 s where the same run without a silent worker takes 1.3 s.
+    So the test is five trials and is repeated as every process test is (many runs in a row)."""
     import signal
 
     outcomes = []
