@@ -297,3 +297,33 @@ def test_a_long_header_behind_a_short_window_is_measured_before_it_is_decoded(ma
     meta["state"]["timeline"] = [[0, None, "compute", 0.0, 1.0, 0, 0, None]] * 200_000
     header_file(tmp_path / "long.ckpt", meta, b"")
     refused(tmp_path / "long.ckpt", "more than a run of its settings writes")
+
+
+@pytest.fixture(scope="module")
+def zero3(tmp_path_factory):
+    """A mid-run ZeRO(3) checkpoint with accumulation: its bookkeeping has each worker's
+    minibatch (micro) and the workers done with the one being gathered (gathered)."""
+    path = tmp_path_factory.mktemp("zero3") / "run.ckpt"
+    given = dict(mode=pslab.ZeRO(3), workers=3, steps=6, accumulate=3)
+    full = pslab.train(**given)
+    pslab.train(**given, checkpoint=Checkpoint(path, at=full.makespan / 2))
+    return path, full
+
+
+def test_zero3_bookkeeping_resumes_and_is_checked(zero3, tmp_path):
+    assert pslab.resume(zero3[0]).timeline == zero3[1].timeline
+
+    def plain(**values):
+        return lambda m: m["state"]["actors"]["plain"].update(values)
+    refused(edited(zero3, tmp_path, plain(micro=[0, 3, 0])), "actors.plain.micro", "per worker")
+    refused(edited(zero3, tmp_path, plain(micro=[0, 0])), "actors.plain.micro", "per worker")
+    refused(edited(zero3, tmp_path, plain(micro=None)), "actors.plain.micro", "missing")
+    refused(edited(zero3, tmp_path, plain(gathered=3)), "actors.plain.gathered")
+    refused(edited(zero3, tmp_path, plain(gathered="1")), "gathered")
+    # a ring field the ZeRO modes need (arrived) missing
+    refused(edited(zero3, tmp_path, plain(arrived=None)), "arrived")
+
+
+def test_zero_bookkeeping_in_a_mode_without_it(made, tmp_path):
+    micro = lambda m: m["state"]["actors"]["plain"].update(micro=[0, 0, 0])  # noqa: E731
+    refused(edited(made, tmp_path, micro), "actors.plain.micro", "present in a mode without it")
