@@ -8,7 +8,7 @@ the simulation afresh from the saved settings, puts the state back and carries o
 events in the same order on the same numbers, so the resumed run equals the uninterrupted one
 bit for bit.
 
-The file is a safetensors file (tensors + a JSON header; pslab/files.py), written to a temporary
+The file is a safetensors file (tensors + a JSON header; pslab/tensorfile.py), written to a temporary
 file and renamed into place, so a full disk leaves the last good checkpoint whole, and reading
 one runs no code. On real processes (`backend="processes"`, barrier modes) `Checkpoint(path)`
 has the launcher write the server's shards after every complete round in the same format;
@@ -31,11 +31,11 @@ from typing import Any, Literal, Optional, Union
 from msgspec import Struct, to_builtins
 
 from .checks import number
-from .files import TensorFile, check_shape, check_writable_path, json_prefix, open_regular, \
-    read_at, save_tensors
+from .files import check_shape, check_writable_path, json_prefix, open_regular, read_at
 from .options import LOOPBACK
 from .settings import Settings
 from .snapshot import Count, State, Time, restore, snapshot
+from .tensorfile import TensorFile, save_tensors
 
 FORMAT = "pslab-checkpoint-4"  # plain data (safetensors + JSON); other versions are refused
 WHAT = "a pslab checkpoint"

@@ -21,7 +21,8 @@ from typing import Annotated, Any, Literal, Optional
 import torch
 from msgspec import Meta, Struct, to_builtins
 
-from .files import TensorFile, check_shape
+from .files import check_shape
+from .tensorfile import TensorFile
 from .engine import URGENT
 from .simulation import Record, Simulation
 from .timeline import EVERY_KIND, NOTES, Span

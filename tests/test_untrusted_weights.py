@@ -10,7 +10,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from pslab.files import save_tensors
+from pslab.tensorfile import save_tensors
 from pslab.model import init_params, shapes
 from pslab.processes.fsdp import read_weights
 from pslab.settings import Settings

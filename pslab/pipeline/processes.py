@@ -23,7 +23,7 @@ import torch
 
 from ..cluster import Cluster
 from ..data import Digits
-from ..files import load_tensors, save_tensors
+from ..tensorfile import load_tensors, save_tensors
 from ..model import init_params, layer_names, score, shapes
 from ..processes.group import Finished, Member, group
 from ..timeline import Record, Span

@@ -31,7 +31,8 @@ from ..checks import number, one_of
 from ..data import Digits
 from msgspec import Struct
 
-from ..files import TensorFile, check_shape, save_tensors
+from ..files import check_shape
+from ..tensorfile import TensorFile, save_tensors
 from ..model import NAMES, init_params, score, shapes
 from ..modes import ZeRO
 from ..options import ProcessOptions

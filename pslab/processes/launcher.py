@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import torch
 
 from ..checkpoint import FORMAT, load_file
-from ..files import save_tensors
+from ..tensorfile import save_tensors
 from ..result import Run
 from ..settings import Settings
 from .child import Meeting, main
