@@ -315,7 +315,8 @@ def test_a_saved_grid_replays_with_todays_model_and_untrusted_rows_are_refused(t
 @pytest.mark.parametrize("mode", ["allreduce", "zero3"])
 def test_the_collectives_ring_latency_is_measured_and_brings_the_clock_to_the_wire(mode):
     """DDP / FSDP2 across 2 hosts at 4 Mbit/s, 2 minibatches of 20 ms a step: the ring latency
-    measured beside the link (a run of 10 ms, one minibatch) brings the simulated step within
+    measured beside the link (a run of 10 ms, one minibatch; the median of three, and of
+    three measured runs) brings the simulated step within
     25 % of the measured one (at load 8 a measured step and the calibration each move by
     ~10 %); for ZeRO(3), where bytes alone leave it 30-45 % short, closer than bytes alone
     (DDP between 2 hosts: bytes alone are 5-10 % short, within the noise)."""
@@ -326,9 +327,13 @@ def test_the_collectives_ring_latency_is_measured_and_brings_the_clock_to_the_wi
 
     case = network.Case("ring", mode, 2, accumulate=2, compute=0.02, bandwidth=4e6)
     link = Link(0.0, 4e6 * 0.955 / 8, 4e6)
-    ring = network.ring_latency(mode, 2, link)
-    assert 0 < ring < 0.05
-    measured = network.step_time(network.measure(case, link, 10))
+    # the median of three calibrations and of three measured runs: on two shared cores one
+    # of either is off by half now and then (1 run in 3 at load 9-12), the median is not
+    rings = [network.ring_latency(mode, 2, link) for _ in range(3)]
+    assert all(0 < ring < 0.05 for ring in rings), rings
+    ring = statistics.median(rings)
+    measured = statistics.median(network.step_time(network.measure(case, link, 10))
+                                 for _ in range(3))
     ours = replace(link, ring={network.ring_key(case): ring})
     simulated = network.step_time(network.simulate(case, ours, 10))
     bytes_only = network.step_time(network.simulate(case, link, 10))

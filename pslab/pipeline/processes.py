@@ -23,8 +23,11 @@ import torch
 
 from ..cluster import Cluster
 from ..data import Digits
-from ..tensorfile import load_tensors, save_tensors
-from ..model import init_params, layer_names, score, shapes
+from msgspec import Struct
+
+from ..files import check_shape
+from ..tensorfile import TensorFile, save_tensors
+from ..model import hidden_names, init_params, layer_names, score, shapes
 from ..processes.group import Finished, Member, group
 from ..timeline import Record, Span
 from .clock import Op
@@ -118,15 +121,46 @@ def step_time(run: PipelineRun) -> float:
     return statistics.median(b - a for a, b in zip(ordered, ordered[1:]))
 
 
+class _Saved(Struct, forbid_unknown_fields=True):
+    """What a stage's weights file says besides its tensors."""
+    step: int
+
+
+def stage_shapes(pipe: Pipeline, hidden: int, rank: int) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every weight rank `rank` holds: its stages' layers."""
+    every = shapes(64, hidden, 10, pipe.layers)  # the digits' 8x8 pixels, 10 classes
+    names = [*hidden_names(pipe.layers), ("W_o", "b_o")]
+    where = rank_of(pipe.schedule, pipe.stages, pipe.chunks)
+    bounds = layer_bounds(pipe.layers, pipe.virtual)
+    return {n: every[n] for k in range(pipe.virtual) if where[k] == rank
+            for pair in names[slice(*bounds[k])] for n in pair}
+
+
+def read_stage(path: str, pipe: Pipeline, hidden: int, steps: int,
+               rank: int) -> tuple[int, dict[str, torch.Tensor]]:
+    """(the step, the weights) rank `rank` kept in `path`, read as untrusted: the file's size
+    bounded by its layers' before anything is read, the tensors exactly its layers' names,
+    shapes and float32 before their bytes are read, the step one of the run's; a ValueError
+    naming the file otherwise."""
+    expected = stage_shapes(pipe, hidden, rank)
+    limit = 4 * sum(torch.Size(s).numel() for s in expected.values()) + 8 + 4096
+    found = TensorFile(path, f"stage {rank}'s weights", limit=limit,
+                       bound=lambda start: (64, len(expected)))
+    step = check_shape(found.meta, _Saved, f"{path} (stage {rank}'s weights)").step
+    if not 0 <= step < steps:
+        raise found.wrong(f"field step: {step} is not a step of this run (0..{steps - 1})")
+    return step, found.tensors(expected)
+
+
 def _assemble(done: Finished, config: Settings, pipe: Pipeline,
               complete: bool) -> PipelineRun:
     """The Run from the ranks' reports and their last kept weights."""
     weights: dict[str, torch.Tensor] = {}
     last = None
     for r in range(pipe.stages):
-        meta, tensors = load_tensors(os.path.join(done.folder, f"stage{r}.safetensors"),
-                                     "weights")
-        last = meta["step"] if last is None else min(last, meta["step"])
+        step, tensors = read_stage(os.path.join(done.folder, f"stage{r}.safetensors"), pipe,
+                                   config.hidden, config.steps, r)
+        last = step if last is None else min(last, step)
         weights.update(tensors)
     spans = [Span(rank, None, kind, a, b, step, micro)
              for rank, mine in enumerate(done.spans) for kind, a, b, step, micro, _ in mine]
@@ -205,8 +239,8 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
         if rank == 0:
             whole: dict[str, torch.Tensor] = {}
             for r in range(p):
-                whole.update(load_tensors(os.path.join(folder, f"stage{r}.safetensors"),
-                                          "weights")[1])
+                whole.update(read_stage(os.path.join(folder, f"stage{r}.safetensors"), pipe,
+                                        hidden, steps, r)[1])
             member.say("scored", step=step, score=score(whole, data))
         dist.barrier()
         member.finished(step, spans[:])
