@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +29,8 @@ def alive(procs) -> list[int]:
 
 @pytest.mark.parametrize("launcher", ["torchrun", "fork"])
 def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher):
+    scratch = ("torchelastic_*", "pslab-hosts-*")
+    before = {g: set(Path(tempfile.gettempdir()).glob(g)) for g in scratch}
     with Hosts(3, bandwidth=50e6) as hosts:
         assert len(set(hosts.addresses)) == 3 and all(a.startswith("10.77.")
                                                         for a in hosts.addresses)
@@ -39,6 +42,8 @@ def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher)
     assert leftovers(own_prefix()) == [] and not alive(procs)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(ns in listed for ns in namespaces)
+    # torchrun's agent logs go to the hosts' own folder, removed with them, not the shared /tmp
+    assert {g: set(Path(tempfile.gettempdir()).glob(g)) for g in scratch} == before
     run = pslab.processes.load_run(tmp_path)
     sim = pslab.train(mode="sync", workers=2, shards=1, steps=6)
     assert run.complete and run.updates == 6

@@ -269,7 +269,8 @@ def test_children_die_with_their_launcher(tmp_path):
 
 def test_a_torchrun_launch_on_loopback_gives_the_same_run(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
-    cmd = [str(torchrun), "--standalone", "--nproc-per-node", "5", "-m", "pslab.processes",
+    cmd = [str(torchrun), "--standalone", "--log-dir", str(tmp_path.parent / "torchelastic"),
+           "--nproc-per-node", "5", "-m", "pslab.processes",
            "--shards", "2", "--workers", "3", "--steps", "4", "--mode", "sync",
            "--out", str(tmp_path)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=110)

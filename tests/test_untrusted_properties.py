@@ -144,7 +144,9 @@ def folder(tmp_path_factory):
     """A real torchrun run folder (async: updates carry a worker), and its messages' paths."""
     out = tmp_path_factory.mktemp("made") / "run"
     torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "3", "-m",
+    done = subprocess.run([str(torchrun), "--standalone", "--log-dir",
+                           str(tmp_path_factory.getbasetemp() / "torchelastic"),
+                           "--nproc-per-node", "3", "-m",
                            "pslab.processes", "--shards", "1", "--workers", "2", "--steps", "3",
                            "--mode", "async", "--out", str(out)],
                           capture_output=True, text=True, timeout=240)

@@ -22,7 +22,9 @@ def made(tmp_path_factory):
     """A real run folder: 2 shards and 3 workers under torchrun, on loopback."""
     out = tmp_path_factory.mktemp("made") / "run"
     torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "5", "-m",
+    done = subprocess.run([str(torchrun), "--standalone", "--log-dir",
+                           str(tmp_path_factory.getbasetemp() / "torchelastic"),
+                           "--nproc-per-node", "5", "-m",
                            "pslab.processes", *ARGS, "--out", str(out)],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]

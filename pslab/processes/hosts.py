@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -102,6 +103,8 @@ class Hosts:
         self._handler = self._on_sigterm  # one bound method, to know it when it is installed
         self._previous: Any = None  # the SIGTERM handler before ours (None: ours not set)
         self._closing = False
+        self._in_ip = False  # an `ip` command is running: a SIGTERM waits for its end
+        self._pending: tuple[int, Any] | None = None  # (signum, frame) of that SIGTERM
 
     def namespace(self, i: int) -> str:
         return f"{self.tag}h{i}"
@@ -137,6 +140,9 @@ class Hosts:
         signal.signal(signal.SIGTERM, self._handler)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
+        if self._in_ip:  # see _ip: acted on once `ip` has ended
+            self._pending = (signum, frame)
+            return
         if callable(self._previous):
             self._previous(signum, frame)
         elif not self._closing:  # (a second SIGTERM while closing: closing goes on)
@@ -229,9 +235,19 @@ class Hosts:
                     except ProcessLookupError:
                         pass
         for kind, name in reversed(self._made):  # links, then namespaces, then the bridge
+            if kind == "folder":
+                shutil.rmtree(name, ignore_errors=True)
+                continue
             subprocess.run(["ip", "netns", "del", name] if kind == "netns"
                            else ["ip", "link", "del", name], capture_output=True)
         self._made.clear()
+
+    def scratch(self) -> str:
+        """A private folder for what the hosts' processes write beside the run (torchrun's agent
+        logs, which torchrun would otherwise leave in the temporary folder), removed with them."""
+        path = tempfile.mkdtemp(prefix="pslab-hosts-")
+        self._made.append(("folder", path))
+        return path
 
     def __exit__(self, kind, error, trace) -> None:
         self.close()
@@ -242,7 +258,17 @@ class Hosts:
             os.kill(os.getpid(), error.signum)
 
     def _ip(self, *args: str) -> None:
-        _run(["ip", *args])
+        # A SIGTERM is acted on only once `ip` has ended: raised inside subprocess.run while the
+        # child starts, it leaves `ip` running unwaited, and that `ip` could make its link after
+        # the cleanup deleted it (a bridge left behind, 1 run in ~30 at load 4).
+        self._in_ip = True
+        try:
+            _run(["ip", *args])
+        finally:
+            self._in_ip = False
+            pending, self._pending = self._pending, None
+            if pending is not None:
+                self._on_sigterm(*pending)
 
 
 def _rates(bandwidth, count: int) -> list[float | None]:
@@ -289,7 +315,7 @@ def torchrun_across(hosts: Hosts, out: str | Path, shards: int = 1, mode: str = 
     out = Path(out).resolve()  # a forked rank's working folder is the forkserver's, not ours
     torchrun = Path(sys.executable).with_name("torchrun")
     master = str(ipaddress.ip_address(hosts.addresses[0]))
-    procs = []
+    procs, logs = [], ""
     for r, address in enumerate(hosts.addresses):
         rank = ["--shards", str(shards), "--workers", str(workers), "--mode", mode,
                 "--steps", str(steps), "--timeout", str(timeout), "--time-scale",
@@ -306,9 +332,11 @@ def torchrun_across(hosts: Hosts, out: str | Path, shards: int = 1, mode: str = 
             hosts.procs.append(procs[-1])
             continue
         if launcher == "torchrun":
+            logs = logs or hosts.scratch()
             cmd = [str(torchrun), "--nnodes", str(hosts.count), "--nproc-per-node", "1",
                    "--node-rank", str(r), "--rdzv-backend", "static", "--master-addr", master,
-                   "--master-port", str(port), "-m", "pslab.processes", *rank]
+                   "--master-port", str(port), "--log-dir", logs, "-m", "pslab.processes",
+                   *rank]
         else:
             cmd = [sys.executable, "-m", "pslab.processes", *rank]
             env.update(ranks)
