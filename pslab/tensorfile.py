@@ -15,8 +15,8 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
-from .files import MAX_HEADER, PREFIX, _decode, dumps, json_prefix, open_regular, parse_json, \
-    read_at, write_atomic
+from .files import MAX_HEADER, PREFIX, _decode, check_shape, dumps, json_prefix, open_regular, \
+    parse_json, read_at, write_atomic
 
 _OPENING = b'{"__metadata__":{"pslab":"'  # how safetensors begins a header with pslab's JSON
 ENTRY_BYTES = 160  # a tensor's row in the table: its name, dtype, shape and offsets
@@ -187,3 +187,23 @@ def load_tensors(path: str | Path, what: str) -> tuple[dict[str, Any], dict[str,
     file and saying it is not `what` for anything else."""
     found = TensorFile(path, what)
     return found.meta, found.tensors()
+
+
+class _Kept(msgspec.Struct, forbid_unknown_fields=True):
+    """What a process's weights file says besides its tensors."""
+    step: int
+
+
+def read_kept(path: str | Path, what: str, expected: dict[str, tuple[int, ...]],
+              steps: int) -> tuple[int, dict[str, Any]]:
+    """(the step, the weights) a process kept in `path` with `save_tensors(path, tensors,
+    {"step": step})`, read as untrusted: the file's size bounded by the `expected` tensors'
+    before anything is read, its header by one step number and that many tensors, the tensors
+    exactly `expected`'s names, shapes and float32 before their bytes are read, the step one of
+    the run's `steps`; a ValueError naming the file and `what` it is otherwise."""
+    limit = 4 * sum(prod(shape) for shape in expected.values()) + 8 + 4096
+    found = TensorFile(path, what, limit=limit, bound=lambda start: (64, len(expected)))
+    step = check_shape(found.meta, _Kept, f"{path} ({what})").step
+    if not 0 <= step < steps:
+        raise found.wrong(f"field step: {step} is not a step of this run (0..{steps - 1})")
+    return step, found.tensors(expected)

@@ -23,10 +23,7 @@ import torch
 
 from ..cluster import Cluster
 from ..data import Digits
-from msgspec import Struct
-
-from ..files import check_shape
-from ..tensorfile import TensorFile, save_tensors
+from ..tensorfile import read_kept, save_tensors
 from ..model import hidden_names, init_params, layer_names, score, shapes
 from ..processes.group import Finished, Member, group
 from ..timeline import Record, Span
@@ -121,11 +118,6 @@ def step_time(run: PipelineRun) -> float:
     return statistics.median(b - a for a, b in zip(ordered, ordered[1:]))
 
 
-class _Saved(Struct, forbid_unknown_fields=True):
-    """What a stage's weights file says besides its tensors."""
-    step: int
-
-
 def stage_shapes(pipe: Pipeline, hidden: int, rank: int) -> dict[str, tuple[int, ...]]:
     """The name and shape of every weight rank `rank` holds: its stages' layers."""
     every = shapes(64, hidden, 10, pipe.layers)  # the digits' 8x8 pixels, 10 classes
@@ -142,14 +134,7 @@ def read_stage(path: str, pipe: Pipeline, hidden: int, steps: int,
     bounded by its layers' before anything is read, the tensors exactly its layers' names,
     shapes and float32 before their bytes are read, the step one of the run's; a ValueError
     naming the file otherwise."""
-    expected = stage_shapes(pipe, hidden, rank)
-    limit = 4 * sum(torch.Size(s).numel() for s in expected.values()) + 8 + 4096
-    found = TensorFile(path, f"stage {rank}'s weights", limit=limit,
-                       bound=lambda start: (64, len(expected)))
-    step = check_shape(found.meta, _Saved, f"{path} (stage {rank}'s weights)").step
-    if not 0 <= step < steps:
-        raise found.wrong(f"field step: {step} is not a step of this run (0..{steps - 1})")
-    return step, found.tensors(expected)
+    return read_kept(path, f"stage {rank}'s weights", stage_shapes(pipe, hidden, rank), steps)
 
 
 def _assemble(done: Finished, config: Settings, pipe: Pipeline,

@@ -29,10 +29,8 @@ import torch
 
 from ..checks import number, one_of
 from ..data import Digits
-from msgspec import Struct
 
-from ..files import check_shape
-from ..tensorfile import TensorFile, save_tensors
+from ..tensorfile import read_kept, save_tensors
 from ..model import NAMES, init_params, score, shapes
 from ..modes import ZeRO
 from ..options import ProcessOptions
@@ -50,11 +48,6 @@ MODES = {"fsdp": ZeRO(3), "ddp": "allreduce"}
 # timed across hosts: the span kind of a step's time besides the compute slept (collectives)
 STAMPED = {"fsdp": "all-gather", "ddp": "push"}
 WEIGHTS = "weights.safetensors"  # rank 0's whole weights after its last update
-
-
-class _Saved(Struct, forbid_unknown_fields=True):
-    """What rank 0's weights file says besides its tensors."""
-    step: int
 
 
 class Layer(torch.nn.Module):
@@ -136,13 +129,7 @@ def read_weights(path: str, settings: Settings) -> tuple[int, dict[str, torch.Te
     tensors, the tensors must be exactly the model's names, shapes and float32 before their
     bytes are read, and the step one of the run's; a ValueError naming the file otherwise."""
     expected = shapes(features=64, hidden=settings.hidden, classes=10)  # the digits' 8x8 pixels
-    limit = 4 * sum(torch.Size(s).numel() for s in expected.values()) + 8 + 4096
-    found = TensorFile(path, "rank 0's weights", limit=limit,
-                       bound=lambda start: (64, len(expected)))
-    step = check_shape(found.meta, _Saved, f"{path} (rank 0's weights)").step
-    if not 0 <= step < settings.steps:
-        raise found.wrong(f"field step: {step} is not a step of this run (0..{settings.steps - 1})")
-    return step, found.tensors(expected)
+    return read_kept(path, "rank 0's weights", expected, settings.steps)
 
 
 def _worker(member: Member, folder: str, timeout: float, workers: int, steps: int, seed: int,
