@@ -647,9 +647,10 @@ return {note: note.innerText, count: all.length,
 
 
 @contextmanager
-def _saved(name: str):
+def _saved(name: str, capsys):
     """JupyterLab showing the widgets `name` saved (trusted, ipywidgets' "saveState" on), its
-    kernel not run, and a browser on it; yields (driver, log_path)."""
+    kernel not run, and a browser on it; yields the driver. A failure inside prints the tail of
+    JupyterLab's log first."""
     _require_browser()
     with tempfile.TemporaryDirectory(prefix="pslab-saved-") as tmp:
         env = dict(os.environ, JUPYTER_DATA_DIR=tmp)  # its own trust database
@@ -658,7 +659,12 @@ def _saved(name: str):
         with jupyterlab(ROOT / "notebooks", env, widget_state=True) as (base, log_path), \
                 chromium(SIZES["large"]) as driver:
             _open(driver, base, name)
-            yield driver, log_path
+            try:
+                yield driver
+            except Exception:
+                with capsys.disabled():
+                    print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
+                raise
 
 
 def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
@@ -667,56 +673,46 @@ def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
     it is a picture until the notebook runs (never "ready"); an untrusted notebook shows the
     static matplotlib picture instead (JupyterLab renders no widget there)."""
     name = "02_sync_vs_async.ipynb"
-    with _saved(name) as (driver, log_path):
-        try:
-            driver.execute_script(
-                "const w = window.jupyterapp.shell.currentWidget; const i = w.content.widgets"
-                ".findIndex(c => c.model.sharedModel.getSource().includes('pw.dashboard('));"
-                "w.content.activeCellIndex = i; w.content.scrollToItem(i, 'start');")
-            drawn = _wait(driver, "return [...document.querySelectorAll("
-                          "'.pslab-dashboard :is(.pslab-timeline, .pslab-training) canvas')]"
-                          ".filter(c => +c.dataset.frame > 0 && c.width > 100).length;",
-                          timeout=90, what="the saved dashboard's plots")
-            assert drawn == 2
-            assert _wait(driver, HOVER, (".jp-NotebookPanel:not(.lm-mod-hidden)",),
-                         timeout=10, what="a saved block's hover details")
-            # it says plainly that it is a picture and what to press; never "ready", no
-            # broken-link marks on its parts
-            said = _wait(driver, NOT_LIVE, (".pslab-dashboard", 0), timeout=20,
-                         what="the saved dashboard's note")
-            assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
-            assert said["ready_shown"] == 0 and said["broken"] == 0, said
-            _resize(driver, "1024")
-            _shoot(driver, "saved_02", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
-                   ".pslab-dashboard")
-        except Exception:
-            with capsys.disabled():
-                print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
-            raise
+    with _saved(name, capsys) as driver:
+        driver.execute_script(
+            "const w = window.jupyterapp.shell.currentWidget; const i = w.content.widgets"
+            ".findIndex(c => c.model.sharedModel.getSource().includes('pw.dashboard('));"
+            "w.content.activeCellIndex = i; w.content.scrollToItem(i, 'start');")
+        drawn = _wait(driver, "return [...document.querySelectorAll("
+                      "'.pslab-dashboard :is(.pslab-timeline, .pslab-training) canvas')]"
+                      ".filter(c => +c.dataset.frame > 0 && c.width > 100).length;",
+                      timeout=90, what="the saved dashboard's plots")
+        assert drawn == 2
+        assert _wait(driver, HOVER, (".jp-NotebookPanel:not(.lm-mod-hidden)",),
+                     timeout=10, what="a saved block's hover details")
+        # it says plainly that it is a picture and what to press; never "ready", no
+        # broken-link marks on its parts
+        said = _wait(driver, NOT_LIVE, (".pslab-dashboard", 0), timeout=20,
+                     what="the saved dashboard's note")
+        assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
+        assert said["ready_shown"] == 0 and said["broken"] == 0, said
+        _resize(driver, "1024")
+        _shoot(driver, "saved_02", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
+               ".pslab-dashboard")
 
 
 def test_notebook_05s_saved_knobs_say_they_are_pictures(capsys):
     """Notebook 05's knobs (ipywidgets.interactive over a matplotlib picture), opened before
     the notebook runs: each says at its top that it is a picture and what to press, and shows
     no broken-link marks (pslab.notebook.live_note, as the dashboards)."""
-    with _saved("05_classic_results.ipynb") as (driver, log_path):
-        try:
-            knobs = _wait(driver, "return document.querySelectorAll('.jp-NotebookPanel:not("
-                          ".lm-mod-hidden) .pslab-knob').length;", timeout=90,
-                          what="the saved knobs")
-            assert knobs == 3
-            for k in range(knobs):
-                driver.execute_script(
-                    "document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
-                    ".pslab-knob')[arguments[0]].scrollIntoView();", k)
-                said = _wait(driver, NOT_LIVE, (".pslab-knob", k), timeout=20,
-                             what=f"knob {k}'s note")
-                assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
-                assert said["broken"] == 0, said
-            _resize(driver, "1024")
-            _shoot(driver, "saved_05", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
-                   ".pslab-knob")
-        except Exception:
-            with capsys.disabled():
-                print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
-            raise
+    with _saved("05_classic_results.ipynb", capsys) as driver:
+        knobs = _wait(driver, "return document.querySelectorAll('.jp-NotebookPanel:not("
+                      ".lm-mod-hidden) .pslab-knob').length;", timeout=90,
+                      what="the saved knobs")
+        assert knobs == 3
+        for k in range(knobs):
+            driver.execute_script(
+                "document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) "
+                ".pslab-knob')[arguments[0]].scrollIntoView();", k)
+            said = _wait(driver, NOT_LIVE, (".pslab-knob", k), timeout=20,
+                         what=f"knob {k}'s note")
+            assert said["note"].startswith("Not live yet") and "Run All" in said["note"]
+            assert said["broken"] == 0, said
+        _resize(driver, "1024")
+        _shoot(driver, "saved_05", "1024", ".jp-NotebookPanel:not(.lm-mod-hidden) "
+               ".pslab-knob")
