@@ -111,7 +111,8 @@ CELLS = {
     ("03_gradient_accumulation", 'plot.compare(every, acc, labels=("(a) update every step", '
                                  '"(b) accumulate two steps"), palette="accumulation", '
                                  'stacked=True)'): ["every, acc"],
-    ("04_nas_hierarchy", "plot.plot_figure(result)"): ["result"],
+    ("04_nas_hierarchy", "plot.plot_hierarchy(result)"): ["result"],
+    ("04_nas_hierarchy", "plot.plot_tiers(result)"): ["result"],
     ("04_nas_hierarchy", "plot.plot_rewards(found)"): ["found"],
     ("04_nas_hierarchy", "paper = nas.paper_scale(servers=1)\nplot.plot_tiers(paper, "
                          "replicas=2)"): [],
@@ -222,17 +223,10 @@ def test_notebook_figure_reads_at_10_px_in_a_590_px_cell(cell, namespace):
 # A cell's output sits in a margin of about 12 px above and below (JupyterLab's output area).
 FIGURE_PX = SCREEN_PX - 24
 KNOB_PX = FIGURE_PX - 34  # under a knob's slider row (28 px and its margins)
-# Figures drawn by modules that do not fit them to a screen yet (pslab/drawing/nas_*.py).
-TALLER = {("04_nas_hierarchy", "plot.plot_figure(result)"),
-          ("04_nas_hierarchy", "paper = nas.paper_scale(servers=1)\nplot.plot_tiers(paper, "
-                               "replicas=2)")}
 
 
 @pytest.mark.parametrize("cell", sorted(CELLS), ids=lambda c: f"{c[0]}:{c[1][:40]}")
-def test_notebook_figure_fits_one_screen_at_1024x768(cell, namespace, request):
-    if cell in TALLER:  # strict: a NAS figure that comes to fit fails here until moved out
-        request.applymarker(pytest.mark.xfail(strict=True, reason="drawn taller than a "
-                                              "screen by pslab/drawing/nas_*"))
+def test_notebook_figure_fits_one_screen_at_1024x768(cell, namespace):
     fig = _last_value(cell[1], namespace(CELLS[cell]))
     assert shown_height(fig) <= FIGURE_PX, f"{shown_height(fig):.0f} px > {FIGURE_PX} px"
 

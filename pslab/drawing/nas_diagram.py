@@ -103,7 +103,9 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
             continue
         f = found[k]
         _box(ax, cx, y_ctl, 2.3, 0.8, "controller", f"Controller {k}\n{f.pushes} gradients")
-        dock = 2.2 + 8.6 * (i + 0.5) / len(ctl)  # where its arrows meet the servers' box
+        # where its arrows meet the servers' box: straight above it where the box reaches
+        # (its flow labels then sit clear of the arrows on either side)
+        dock = float(np.clip(cx, 2.3, 10.7))
         _arrow(ax, (dock + 0.15, y_srv - 0.57), (cx + 0.15, y_ctl + 0.42), ROLES["weight"],
                dashed=True)
         _arrow(ax, (cx - 0.15, y_ctl + 0.42), (dock - 0.15, y_srv - 0.57), ROLES["gradient"])

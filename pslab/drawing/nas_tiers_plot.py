@@ -19,10 +19,13 @@ from matplotlib.patches import Patch
 
 from .palette import PALETTES
 from .sizes import CELL_IN, MIN_PT
+from .timeline_plot import fit_screen
 from ..timeline import Span
 from ..nas.scale import server_busy
 from ..nas.result import Search
 
+FIXED_IN = 2.0  # inches: three title lines, the time axis and a two-row legend
+LEGEND_IN = 0.45  # inches from the axis' bottom to the legend's top (under the time axis)
 NAMES = {"fetch": "Θ pull", "push": "gradient push", "update": "update of Θ",
          "compute": "child training", "idle": "waiting"}
 HEIGHT = 0.8
@@ -126,10 +129,15 @@ def plot_tiers(result: Search, ax: Axes | None = None, replicas: int | None = No
                          f"(got {type(result).__name__})")
     n_rows = len(rows(result, replicas))
     if ax is None:
-        fig = Figure(figsize=(CELL_IN, min(0.32 * n_rows + 2.4, 12)), layout="constrained")
+        # the rows thin to keep the figure within one screen (sizes.SCREEN_IN): the title,
+        # the time axis and the legend take FIXED_IN; hundreds of rows scroll, up to 12 in
+        height = min(fit_screen(FIXED_IN, n_rows, 0.32), 12.0)
+        fig = Figure(figsize=(CELL_IN, height), layout="constrained")
         ax = fig.add_subplot()
-    TiersPlot(ax, legend_below=-0.13 if n_rows < 20 else -0.06, legend_rows=2).update(
-        result, replicas, title)
+        below = -LEGEND_IN / (height - FIXED_IN)  # the legend a fixed distance under the axis
+    else:
+        below = -0.13 if n_rows < 20 else -0.06
+    TiersPlot(ax, legend_below=below, legend_rows=2).update(result, replicas, title)
     return ax.figure
 
 
@@ -148,12 +156,15 @@ def _tier_bands(ax: Axes, table: list[tuple[str, str, int]], names: bool = True)
             out.append(ax.axhline(idx[0] - 0.5, color="0.35", linewidth=1.0))
         if not names:
             continue
-        size = max(MIN_PT, min(11.0, len(idx) * row_pt / (0.65 * len(name))))
-        # a fixed distance in points left of the axis: clear of the row labels at any width
+        size = min(11.0, len(idx) * row_pt / (0.65 * len(name)))
+        # a fixed distance in points left of the axis: clear of the row labels at any width;
+        # a tier too short for its name upright (one or two rows) has it written across
+        upright = size >= MIN_PT
         out.append(ax.annotate(name, (0, (idx[0] + idx[-1]) / 2),
                                xycoords=ax.get_yaxis_transform(), xytext=(-40, 0),
-                               textcoords="offset points", rotation=90, ha="right",
-                               va="center", fontsize=size, weight="bold"))
+                               textcoords="offset points", rotation=90 if upright else 0,
+                               ha="right", va="center", fontsize=size if upright else MIN_PT,
+                               weight="bold"))
     return out
 
 
