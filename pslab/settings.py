@@ -126,13 +126,13 @@ class Settings:
                                           "the clock,")
             integer("stages (one process each on backend='processes')", mode.stages,
                     high=PIPELINE_RANKS)
+            if mode.stages * mode.replicas > PIPELINE_RANKS:
+                raise ValueError(f"stages * replicas must be at most {PIPELINE_RANKS} on "
+                                 f"backend='processes', one process per rank of every replica "
+                                 f"(got {mode.stages} * replicas={mode.replicas})")
             why = mode.refusal_on_processes()
             if why:
                 raise ValueError(why)
-            if mode.replicas != 1:
-                raise ValueError(f"replicas must be 1 on backend='processes' (one pipeline; "
-                                 f"data-parallel pipelines run on the virtual clock) (got "
-                                 f"replicas={mode.replicas})")
             integer("steps", self.steps, high=PIPELINE_STEPS)
         elif mode.schedule != "server":  # PyTorch's own collectives: FSDP2 and DDP
             if mode.schedule == "zero" and mode.stage != 3:

@@ -1,11 +1,15 @@
 """A pipelined run on real OS processes: PyTorch's torch.distributed.pipelining (PipelineStage
-and its schedule classes) on gloo, CPU only, one process per rank.
+and its schedule classes) on gloo, CPU only, one process per rank of every replica.
 
 Each process builds its virtual stages from the run's seed (the same layers as the simulation,
 as torch modules), and every step feeds the same micro-batches (Digits.minibatch of one
 worker) through PyTorch's schedule, whose action lists are pslab's (tests/test_pipeline_torch
 .py). PyTorch sums each micro-batch's gradient in autograd, divides by m (scale_grads) and
-SGD steps: the simulation's weights to float round-off. Each action is timed around the
+SGD steps: the simulation's weights to float round-off. With d replicas (worker j·p + r is
+replica j's rank r; replica j feeds micro-batches j·m … j·m + m − 1 of the step's d·m, as on the
+clock), each replica's pipeline is a gloo group of its own, and after the schedule each stage's
+d copies all-reduce their gradients (one flat tensor, gloo's sum) and divide by d: the mean
+over the d·m micro-batches, the clock's weights to round-off (the sums are grouped otherwise). Each action is timed around the
 stage's own forward_one_chunk / backward_one_chunk / backward_weight_one_chunk, on the
 processes' shared monotonic clock: the measured timeline, drawn beside the simulated one.
 Starting, watching and cleaning up (a dead or silent rank named in a ProcessFailure, nothing
@@ -82,23 +86,24 @@ def train_processes(config: Settings, hosts: Sequence[str] | None = None,
     slept = None if compute is None else [[k, kind, t] for (k, kind), t in compute.items()]
     settings = (pipe.plain(), config.steps, config.seed, config.batch, config.lr,
                 config.hidden, slept)
-    with group(_rank, settings, pipe.stages, pipe.name, options.timeout, partial=lambda done:
-               _assemble(done, config, pipe, complete=False), kill=options.kill,
-               hang=options.hang, hosts=None if hosts is None else list(hosts)) as done:
+    with group(_rank, settings, pipe.stages * pipe.replicas, pipe.name, options.timeout,
+               partial=lambda done: _assemble(done, config, pipe, complete=False),
+               kill=options.kill, hang=options.hang, hosts=None if hosts is None else list(hosts)) as done:
         return _assemble(done, config, pipe, complete=True)
 
 
 def train_across(pipe: Pipeline, hosts: Sequence[str], steps: int = 4, batch: int = 32,
                  timeout: float = 30.0) -> PipelineRun:
-    """`pipe` (its `times` given) with rank r in the namespace hosts[r], each action sleeping
-    its (F, B, W) seconds: the clock's compute, so measured and simulated steps differ by
-    what the links and the processes add. Seed 0, lr 0.5, hidden 32."""
+    """`pipe` (its `times` given) with worker w (replica w // p's rank w % p) in the namespace
+    hosts[w], each action sleeping its (F, B, W) seconds: the clock's compute, so measured and
+    simulated steps differ by what the links and the processes add. Seed 0, lr 0.5, hidden 32."""
     if pipe.times is None:
         raise ValueError("times must be given to run a Pipeline across hosts: each action "
                          "sleeps its seconds (got times=None)")
-    if len(hosts) != pipe.stages:
-        raise ValueError(f"hosts must give one namespace per stage ({pipe.stages}; got "
-                         f"{len(hosts)})")
+    workers = pipe.stages * pipe.replicas
+    if len(hosts) != workers:
+        raise ValueError(f"hosts must give one namespace per rank of every replica (stages * "
+                         f"replicas = {workers}; got {len(hosts)})")
     config = Settings(mode=pipe, steps=steps, batch=batch,
                       processes=ProcessOptions(timeout=timeout))
     return train_processes(config, hosts, durations(pipe, Cluster(), config.hidden))
@@ -147,7 +152,7 @@ def _assemble(done: Finished, config: Settings, pipe: Pipeline,
                                    config.hidden, config.steps, r)
         last = step if last is None else min(last, step)
         weights.update(tensors)
-    spans = [Span(rank, None, kind, a, b, step, micro)
+    spans = [Span(rank, None, kind, a, b, step, micro if micro >= 0 else None)
              for rank, mine in enumerate(done.spans) for kind, a, b, step, micro, _ in mine]
     t0 = min(s.start for s in spans)
     ops = _last_step(done.spans)
@@ -169,7 +174,7 @@ def _last_step(reported: list[list]) -> list[Op]:
     for PyTorch's set-up): the bubbles and activations of a measured step."""
     last = max(step for mine in reported for _, _, _, step, _, _ in mine)
     rows = [(rank, stage, LETTER[kind], micro, a, b) for rank, mine in enumerate(reported)
-            for kind, a, b, step, micro, stage in mine if step == last]
+            for kind, a, b, step, micro, stage in mine if step == last and kind in LETTER]
     t0 = min(a for *_, a, _ in rows)
     return sorted((Op(rank, stage, kind, micro, a - t0, b - t0)
                    for rank, stage, kind, micro, a, b in rows), key=lambda o: (o.rank, o.start))
@@ -183,9 +188,17 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
 
     torch.set_num_threads(1)
     pipe = Pipeline(**plain)
-    rank, p, m = member.rank, pipe.stages, pipe.microbatches
-    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
-                            world_size=p, timeout=timedelta(seconds=3 * timeout + 30))
+    p, m, d = pipe.stages, pipe.microbatches, pipe.replicas
+    replica, rank = divmod(member.rank, p)
+    dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=member.rank,
+                            world_size=p * d, timeout=timedelta(seconds=3 * timeout + 30))
+    # every process makes every group, in the same order (torch.distributed's rule): one
+    # pipeline per replica, and for each stage the d ranks that all-reduce its gradient
+    line = ring = None
+    if d > 1:
+        lines = [dist.new_group([j * p + r for r in range(p)]) for j in range(d)]
+        rings = [dist.new_group([j * p + r for j in range(d)]) for r in range(p)]
+        line, ring = lines[replica], rings[rank]
     data = Digits.load(seed)
     params = init_params(data.features, hidden, data.classes, seed, layers=pipe.layers)
     names = layer_names(params)
@@ -196,32 +209,40 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
     spans: list = []
     step_now = [0]
     sleeps = {(k, kind): t for k, kind, t in slept or []}
-    stages = [_timed(PipelineStage(modules[k], k, pipe.virtual, torch.device("cpu")),
-                     spans, step_now, sleeps) for k in mine]
+    stages = [_timed(PipelineStage(modules[k], k, pipe.virtual, torch.device("cpu"),
+                                   group=line), spans, step_now, sleeps) for k in mine]
     cls = getattr(schedules, TORCH[pipe.schedule])
     single = issubclass(cls, schedules.PipelineScheduleSingle)
     loss = torch.nn.functional.cross_entropy
     schedule = cls(stages[0] if single else stages, m, loss_fn=loss)
-    opt = torch.optim.SGD([q for mod in modules.values() for q in mod.parameters()], lr=lr)
+    weights = [q for mod in modules.values() for q in mod.parameters()]
+    opt = torch.optim.SGD(weights, lr=lr)
     member.say("ready")
     dist.barrier()
     for step in range(steps):
         member.starting(step)
         step_now[0] = step
-        rows = [data.minibatch(step, 0, i, 1, m, batch) for i in range(m)]
+        rows = [data.minibatch(step, replica, i, d, m, batch) for i in range(m)]
         x = torch.cat([r[0] for r in rows])
         y = torch.cat([r[1] for r in rows])
         args = (x,) if 0 in mine else ()
         target = y if pipe.virtual - 1 in mine else None
         schedule.step(*args, target=target)
+        if ring is not None:
+            a = time.monotonic()
+            _mean(weights, ring, d)
+            # drawn as DDP's measured all-reduce is (pslab/processes/fsdp.py): a push
+            spans.append(("push", a, time.monotonic(), step, -1, -1))
         opt.step()
         opt.zero_grad()
-        kept = {}
-        for mod in modules.values():
-            kept.update(mod.weights())
-        save_tensors(os.path.join(folder, f"stage{rank}.safetensors"), kept, {"step": step})
+        if replica == 0:  # the replicas hold the same weights: replica 0's are kept
+            kept = {}
+            for mod in modules.values():
+                kept.update(mod.weights())
+            save_tensors(os.path.join(folder, f"stage{rank}.safetensors"), kept,
+                         {"step": step})
         dist.barrier()  # every rank's weights of this step on disk
-        if rank == 0:
+        if member.rank == 0:
             whole: dict[str, torch.Tensor] = {}
             for r in range(p):
                 whole.update(read_stage(os.path.join(folder, f"stage{r}.safetensors"), pipe,
@@ -230,6 +251,21 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
         dist.barrier()
         member.finished(step, spans[:])
         spans.clear()
+
+
+def _mean(weights: list[torch.Tensor], ring, d: int) -> None:
+    """Each gradient becomes the mean of its d replicas' (each already the mean of its m
+    micro-batches): one flat tensor summed by gloo over the stage's ring group, then / d."""
+    import torch.distributed as dist
+
+    flat = torch.cat([q.grad.reshape(-1) for q in weights])
+    dist.all_reduce(flat, group=ring)
+    flat /= d
+    at = 0
+    for q in weights:
+        n = q.grad.numel()
+        q.grad.copy_(flat[at:at + n].view_as(q.grad))
+        at += n
 
 
 def _timed(stage, spans: list, step_now: list, sleeps: dict):

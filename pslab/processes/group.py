@@ -18,6 +18,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from typing import Annotated, Any, Callable, Iterator, Literal, NamedTuple, Opti
 from msgspec import Meta, Struct
 
 from ..files import check_shape, parse_json
+from .hosts import Terminated
 from .launcher import ProcessFailure, main_module_hidden
 from .starter import context
 
@@ -125,6 +127,39 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
     `target` calls `member.finished(step)` only once every process has sent and kept what
     `partial` needs of that step: then, with every pipe drained when a death is seen, the
     steps the error names for a worker are updates its `.run` holds, whatever the timing."""
+    with _sigterm_cleans_up():
+        yield from _group(target, settings, workers, mode, timeout, kill, hang, partial, hosts)
+
+
+@contextmanager
+def _sigterm_cleans_up() -> Iterator[None]:
+    """SIGTERM with its default action (main thread) raises inside the block, so that the
+    group's `finally` stops its processes and removes its folder; then the process ends by the
+    signal, as asked. A handler of the program's own (Hosts' among them) decides instead."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except Terminated as ended:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), ended.signum)
+        raise
+    finally:
+        if signal.getsignal(signal.SIGTERM) is stop:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
+           timeout: float, kill: dict[int, int], hang: dict[int, int],
+           partial: Callable[[Finished], Any] | None,
+           hosts: Sequence[str] | None) -> Iterator[Finished]:
     folder = tempfile.mkdtemp(prefix="pslab-group-")
     # the launcher's way to start: a forkserver with torch, pslab and FSDP2 loaded once (a
     # second run in a notebook starts in ~0.1 s a process, not ~1.3 s of `import torch`), safe
