@@ -5,8 +5,9 @@ latency), notebooks (nbval run times; left out of a plain --quick), processes (o
 vs DDP), nas (the live and the paper-scale search), network (measured across hosts vs
 simulated, root only; left out of a plain --quick), browser (key press -> pixels in real
 JupyterLab and headless Chromium; left out of a plain --quick), pipeline (timing-only
-pipelined runs and a slider step's clock). Prints one table and writes
-it as JSON under bench/results/ with the machine's CPU, Python, torch and Python speed.
+pipelined runs and a slider step's clock), files (loading the longest checkpoint header).
+Prints one table and writes it as JSON under bench/results/ with the machine's CPU, Python,
+torch and Python speed.
 Every figure is a median of repeated runs after a warm-up, with min and max; ratios are taken
 within the same invocation. Goals are printed beside the figures; nothing here asserts a speed.
 """
@@ -29,6 +30,7 @@ SECTIONS = {  # name -> module under bench/ that has rows(quick) -> list of rows
     "clock": "clock_vs_simpy", "numerics": "numerics_vs_torch", "dashboards": "widget_latency",
     "notebooks": "notebooks_time", "processes": "processes_vs_ddp", "nas": "nas_speed",
     "network": "network", "browser": "browser_latency", "pipeline": "pipeline_speed",
+    "files": "checkpoint_load",
 }
 RESULTS = Path(__file__).resolve().parent / "results"
 # Left out of a plain --quick (it prints no ratio, and would take it past 3 minutes); run it

@@ -31,10 +31,11 @@ from typing import Any, Literal, Optional, Union
 from msgspec import Struct, to_builtins
 
 from .checks import number
-from .files import check_shape, check_writable_path, json_prefix, open_regular, read_at
+from .files import check_shape, check_writable_path, decode_rest, json_members, json_prefix, \
+    open_regular, read_at
 from .options import LOOPBACK
 from .settings import Settings
-from .snapshot import Count, State, Time, restore, snapshot
+from .snapshot import Count, State, Time, plain_state, restore, snapshot
 from .tensorfile import TensorFile, save_tensors
 
 FORMAT = "pslab-checkpoint-4"  # plain data (safetensors + JSON); other versions are refused
@@ -72,6 +73,19 @@ class SavedSettings(Struct, forbid_unknown_fields=True):
     processes: Optional[SavedOptions]
 
 
+class SimulatedRest(Struct, forbid_unknown_fields=True):
+    """A simulated run's header after its settings (decoded by msgspec, see files.decode_rest)."""
+    time: Time
+    updates: Count
+    state: State
+
+
+class ProcessRest(Struct, forbid_unknown_fields=True):
+    """A process run's header after its settings."""
+    step: Count  # the rounds complete: the first step a resumed run plays
+    updates: Count
+
+
 class SimulatedHeader(Struct, forbid_unknown_fields=True):
     format: str
     backend: Literal["simulated"]
@@ -85,7 +99,7 @@ class ProcessHeader(Struct, forbid_unknown_fields=True):
     format: str
     backend: Literal["processes"]
     settings: SavedSettings
-    step: Count  # the rounds complete: the first step a resumed run plays
+    step: Count
     updates: Count
 
 
@@ -97,6 +111,23 @@ class Checkpoint:
         self.at = None if at is None else number("checkpoint at (virtual seconds)", at)
         self.resuming = False  # set by resume(): read the file instead of writing it
         self.written = False  # set once the state is on disk
+        self._loaded: tuple[dict[str, Any], TensorFile] | None = None
+
+    @classmethod
+    def opened(cls, path: str | Path) -> "Checkpoint":
+        """A Checkpoint to resume from `path`, its header loaded and checked once (`header`),
+        its state kept until the run it goes into restores it."""
+        loaded = load_file(path)
+        found = cls(path)
+        found.resuming, found._loaded = True, loaded
+        return found
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """The header of the file `opened` read: settings, backend, time or step, updates."""
+        if self._loaded is None:
+            raise ValueError(f"{self!r} was not opened to resume: Checkpoint.opened(path)")
+        return {k: v for k, v in self._loaded[0].items() if k != "state"}
 
     def __repr__(self) -> str:
         when = "" if self.at is None else f", at={self.at:g}"
@@ -107,12 +138,13 @@ class Checkpoint:
         the way, or first putting back the state this checkpoint holds (resume)."""
         plain = settings.to_dict()
         if self.resuming:
-            saved, found = load_file(self.path)
+            saved, found = self._loaded or load_file(self.path)
+            self._loaded = None  # the state goes into sim: not kept twice
             if saved["settings"] != plain:
                 raise ValueError(f"checkpoint {self.path} was written by a run with other "
                                  f"settings ({saved['settings']!r}); resume it with "
                                  f"pslab.resume(path)")
-            restore(sim, found.meta["state"], found)
+            restore(sim, saved["state"], found)
             sim.run()
             return
         if self.at is None:
@@ -151,18 +183,22 @@ def load_file(path: str | Path) -> tuple[dict[str, Any], TensorFile]:
                          f"reads {FORMAT}, plain data, and never unpickles a file: loading one "
                          f"could run any code): run it again from the start to checkpoint it "
                          f"anew") from None
-    saved = found.meta
-    kind = ProcessHeader if saved.get("backend") == "processes" else SimulatedHeader
-    header = check_shape(saved, kind, f"{path} ({WHAT})")
+    first, at = json_members(found.meta_text, ("format", "backend", "settings"), where)
+    kind = ProcessHeader if first["backend"] == "processes" else SimulatedHeader
+    rest = decode_rest(found.meta_text, at, ProcessRest if kind is ProcessHeader else
+                       SimulatedRest, where)
+    header = check_shape(dict(first, **{k: getattr(rest, k) for k in rest.__struct_fields__}),
+                         kind, where)
     if kind is SimulatedHeader and header.time != header.state.now:
         raise ValueError(f"{path} ({WHAT}): field time: {header.time!r} is not the saved "
                          f"clock state.now={header.state.now!r}")
     if kind is ProcessHeader and header.step != header.updates:
         raise ValueError(f"{path} ({WHAT}): field step: {header.step} rounds but "
                          f"{header.updates} updates")
-    checked = to_builtins(header)
+    checked = {k: to_builtins(getattr(header, k)) for k in header.__struct_fields__
+               if k != "state"}
     if kind is SimulatedHeader:
-        checked["state"] = saved["state"]  # as written: snapshot.check reads it again
+        checked["state"] = header.state  # a State: snapshot.restore checks it against the run
     return checked, found
 
 
@@ -211,6 +247,10 @@ def _older_format(path: Path) -> str | None:
 
 
 def load(path: str | Path) -> dict[str, Any]:
-    """The saved checkpoint's header, its shape checked: its settings (`Settings.to_dict`), the
-    backend, the virtual time (simulated) or the rounds complete (processes)."""
-    return load_file(path)[0]
+    """The saved checkpoint's header as plain values, its shape checked: its settings
+    (`Settings.to_dict`), the backend, the virtual time and state (simulated) or the rounds
+    complete (processes)."""
+    header = load_file(path)[0]
+    if "state" in header:
+        header["state"] = plain_state(header["state"])
+    return header

@@ -157,7 +157,10 @@ def _check_regular(path: Path, found: os.stat_result, what: str) -> None:
 
 def read_at(fd: int, offset: int, size: int) -> bytes:
     """Exactly `size` bytes at `offset` (a file cut short since it was measured: ValueError)."""
-    parts, done = [], 0
+    first = os.pread(fd, min(size, 1 << 30), offset) if size else b""
+    if len(first) == size:  # the whole at once (a regular file's usual answer)
+        return first
+    parts, done = [first], len(first)
     while done < size:
         part = os.pread(fd, min(size - done, 1 << 24), offset + done)
         if not part:
@@ -214,14 +217,14 @@ def check_shape(value: Any, kind: Any, where: str, field: str = "") -> Any:
         raise ValueError(f"{where}: {_field_first(str(error), field)}") from None
 
 
-def _decode(blob: bytes, kind: Any, where: str) -> Any:
+def _decode(blob: bytes | str, kind: Any, where: str) -> Any:
     """JSON without NaN (safetensors' own header) decoded straight into `kind` by msgspec:
     the first wrong value stops it (nothing else is built); its depth is msgspec's to bound."""
     try:
         return msgspec.json.decode(blob, type=kind)
-    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as error:
-        why = {RecursionError: "JSON nested too deep", UnicodeDecodeError: "not UTF-8 text"}.get(
-            type(error), str(error))
+    except (msgspec.DecodeError, RecursionError, UnicodeError) as error:
+        why = "JSON nested too deep" if isinstance(error, RecursionError) else \
+            "not UTF-8 text" if isinstance(error, UnicodeError) else str(error)
         raise ValueError(f"{where}: {_field_first(why, '')}") from None
 
 
@@ -229,7 +232,22 @@ def json_prefix(text: str, keys: tuple[str, ...], where: str) -> dict[str, Any]:
     """The first members of the JSON object `text`, which must be `keys` in that order within
     its first PREFIX bytes, parsed without reading the rest (their depth checked first): what
     the file's later, larger members may be is then known before they are parsed."""
-    window = text[:PREFIX]
+    return json_members(text, keys, where)[0]
+
+
+def json_members(text: str, keys: tuple[str, ...], where: str) -> tuple[dict[str, Any], int]:
+    """(`json_prefix`'s members, the offset in `text` just after the last of them). The members
+    are looked for in the first 64 kB, then (not found there) in the first PREFIX bytes: a
+    window's depth is measured before it is parsed, and the small one is measured fast."""
+    try:
+        return _members(text[:1 << 16], keys, where)
+    except ValueError:
+        if len(text) <= 1 << 16:
+            raise
+    return _members(text[:PREFIX], keys, where)
+
+
+def _members(window: str, keys: tuple[str, ...], where: str) -> tuple[dict[str, Any], int]:
     if json_depth(window.encode("utf-8", "surrogatepass")) > MAX_DEPTH:
         raise ValueError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
     decoder, out, at = json.JSONDecoder(), {}, 0
@@ -246,7 +264,32 @@ def json_prefix(text: str, keys: tuple[str, ...], where: str) -> dict[str, Any]:
         except ValueError:
             raise ValueError(f"{where}: does not begin with the members {', '.join(keys)} "
                              f"(plain JSON, in its first {PREFIX} bytes)") from None
-    return out
+    return out, _skip_space(window, at)
+
+
+NOT_FINITE = ("NaN", "Infinity", "-Infinity")  # as JSON text from Python; strings for msgspec
+
+
+def decode_rest(text: str, at: int, kind: Any, where: str) -> Any:
+    """The members of the JSON object `text` after offset `at` (where `json_members` stopped)
+    decoded by msgspec straight into `kind` (a Struct of exactly those members), strictly, at
+    C speed and without building anything else. msgspec reads no NaN or Infinity, which Python
+    wrote for a loss not measured yet (today's `snapshot` writes the strings itself): each such
+    bare word becomes the string of NOT_FINITE it is, so it passes only where `kind` declares
+    one may stand (elsewhere the field is named); a string holding one is spoilt, never
+    something pslab writes."""
+    if text[at:at + 1] not in (",", "}"):
+        raise ValueError(f"{where}: not a JSON object after its first members")
+    rest = "{" + text[at + (text[at] == ","):]
+    try:
+        return _decode(rest, kind, where)
+    except ValueError:
+        if "NaN" not in rest and "Infinity" not in rest:
+            raise
+    for word in NOT_FINITE[::-1]:  # -Infinity before Infinity
+        for before in ",:[ \n\t\r":
+            rest = rest.replace(before + word, f'{before}"{word}"')
+    return _decode(rest, kind, where)
 
 
 def _skip_space(text: str, at: int) -> int:

@@ -16,16 +16,19 @@ simulation's own attributes only from its fixed lists PLAIN and BY_STEP).
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional
+from functools import partial
+from math import isfinite, isnan
+from operator import is_not, itemgetter, le
+from typing import Annotated, Any, Literal, Optional, Union
 
 import torch
 from msgspec import Meta, Struct, to_builtins
 
-from .files import check_shape
+from .files import NOT_FINITE, check_shape
 from .tensorfile import TensorFile
 from .engine import URGENT
 from .simulation import Record, Simulation
-from .timeline import EVERY_KIND, NOTES, Span
+from .timeline import EVERY_KIND, NOTES
 
 # The actors' methods the clock may hold pending (a RingSimulation adds the last two), and the
 # arguments each takes: a worker's rank and its step, a round's step, a push's shard.
@@ -39,6 +42,9 @@ Time = Annotated[float, Meta(ge=0.0, le=1e300)]  # virtual seconds: finite, neve
 Count = Annotated[int, Meta(ge=0, le=2**53)]
 Index = Count  # a worker, shard, step or minibatch: checked against the settings in `check`
 Order = Annotated[int, Meta(ge=-URGENT, le=2**53)]  # an event's place among its ties
+# a loss or an accuracy: nan before the first one (timing-only runs: always), inf if diverged;
+# read by files.decode_rest, which gives those as the strings NOT_FINITE
+Loss = Union[float, Literal[NOT_FINITE]]
 
 
 class Plain(Struct, forbid_unknown_fields=True):
@@ -79,14 +85,14 @@ class Server(Struct, forbid_unknown_fields=True):
 
 class WorkerState(Struct, forbid_unknown_fields=True):
     versions: list[tuple[Index, Count]]
-    loss: float  # nan before its first minibatch
+    loss: Loss  # nan before its first minibatch
     shards: list[Index]
     grads: Count
 
 
 SpanRow = tuple[Optional[Index], Optional[Index], Literal[EVERY_KIND], Time, Time, Count,
                 Optional[Index], Optional[Literal[tuple(NOTES)]]]
-RecordRow = tuple[Time, float, float, int, Count, Optional[Index], Count]
+RecordRow = tuple[Time, Loss, Loss, int, Count, Optional[Index], Count]
 
 
 class State(Struct, forbid_unknown_fields=True):
@@ -112,10 +118,10 @@ def snapshot(sim: Simulation) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         events.append([time, seq, name, list(args)])
     state = dict(
         now=clock.now, seq=clock.scheduled, events=events, actors=sim.bookkeeping(),
-        timeline=[list(s) for s in sim.timeline], history=[list(r) for r in sim.history],
+        timeline=[list(s) for s in sim.timeline], history=[[r[0], word(r[1]), word(r[2]), *r[3:]] for r in sim.history],
         server=dict(versions=server.versions, counts=server.counts,
                     buffered=[len(b) for b in server.buffer]),
-        workers=[dict(versions=[[s, v] for s, v in w.versions.items()], loss=w.loss,
+        workers=[dict(versions=[[s, v] for s, v in w.versions.items()], loss=word(w.loss),
                       shards=sorted(w.shards), grads=len(w.grads)) for w in sim.workers])
     tensors = {}
     if server.params is not None:
@@ -132,7 +138,7 @@ def check(sim: Simulation, saved: Any, where: str) -> State:
     """`saved` as a State that fits `sim` (built from the file's own settings), or a ValueError
     naming `where` and the field: every count and index in range, every pending event an actor
     step this simulation has, at or after the saved clock, with its own sequence number."""
-    state = check_shape(saved, State, where)
+    state = saved if isinstance(saved, State) else check_shape(saved, State, where)
     workers, shards, steps = len(sim.workers), len(sim.server.versions), sim.steps
 
     def need(ok: bool, name: str, why: str) -> None:
@@ -154,11 +160,18 @@ def check(sim: Simulation, saved: Any, where: str) -> State:
             need(value <= top, f"events[{i}]", f"{arg} {value} is not from 0 to {top}")
     need(len(state.actors.links) == len(sim.resources), "actors.links",
          f"not one free time per line ({len(sim.resources)})")
-    for i, s in enumerate(state.timeline):
-        need(_fits(s[0], workers) and _fits(s[1], shards) and s[3] <= s[4] and s[5] <= steps
-             and _fits(s[6], sim.accumulate), f"timeline[{i}]", f"{list(s)} is out of range")
-    for i, r in enumerate(state.history):
-        need(_fits(r[5], workers) and r[6] < steps, f"history[{i}]", f"{list(r)} out of range")
+    # column by column first (a run's timeline has hundreds of thousands of spans), then, if
+    # one is wrong, span by span to name the first
+    spans, records = state.timeline, state.history
+    if spans and not _all_fit(spans, workers, shards, steps, sim.accumulate):
+        for i, s in enumerate(spans):
+            need(_fits(s[0], workers) and _fits(s[1], shards) and s[3] <= s[4]
+                 and s[5] <= steps and _fits(s[6], sim.accumulate), f"timeline[{i}]",
+                 f"{list(s)} is out of range")
+    if records and not (_top(map(itemgetter(5), records)) < workers
+                        and max(map(itemgetter(6), records)) < steps):
+        for i, r in enumerate(records):
+            need(_fits(r[5], workers) and r[6] < steps, f"history[{i}]", f"{list(r)} out of range")
     _check_plain(state, sim, need)
     saved_server = state.server
     for name in ("versions", "counts", "buffered"):
@@ -174,6 +187,20 @@ def check(sim: Simulation, saved: Any, where: str) -> State:
 
 def _fits(index: int | None, count: int) -> bool:
     return index is None or index < count
+
+
+def _top(column) -> int:
+    """The largest index in `column` (an iterator; None is no index), -1 if none is."""
+    return max(filter(partial(is_not, None), column), default=-1)
+
+
+def _all_fit(spans: list, workers: int, shards: int, steps: int, micros: int) -> bool:
+    """Whether every span's indexes are in range (a column at a time, at C speed)."""
+    def column(i):
+        return map(itemgetter(i), spans)
+
+    return (_top(column(0)) < workers and _top(column(1)) < shards and max(column(5)) <= steps
+            and _top(column(6)) < micros and all(map(le, column(3), column(4))))
 
 
 def _check_plain(state: State, sim: Simulation, need) -> None:
@@ -235,8 +262,11 @@ def restore(sim: Simulation, saved: Any, found: TensorFile) -> None:
             del actors["plain"][name]
     sim.set_bookkeeping(actors)
     sim.timeline.clear()
-    sim.timeline.extend(Span(*s) for s in state.timeline)
-    sim.history[:] = [Record(*r) for r in state.history]
+    add = sim.timeline.add
+    for s in state.timeline:
+        add(*s)
+    sim.history[:] = [Record(time, number(loss), number(accuracy), *rest)
+                      for time, loss, accuracy, *rest in state.history]
     server.versions[:], server.counts[:] = state.server.versions, state.server.counts
     if server.params is not None:
         server.params = [tensors[f"server.{s}"] for s in range(len(server.params))]
@@ -244,6 +274,26 @@ def restore(sim: Simulation, saved: Any, found: TensorFile) -> None:
                          for s, n in enumerate(state.server.buffered)]
     for w, mine in zip(sim.workers, state.workers, strict=True):
         w.versions = {s: v for s, v in mine.versions}
-        w.loss = mine.loss
+        w.loss = number(mine.loss)
         w.shards = {s: tensors[f"worker.{w.rank}.shard.{s}"].to(w.device) for s in mine.shards}
         w.grads = [tensors[f"worker.{w.rank}.grad.{i}"].to(w.device) for i in range(mine.grads)]
+
+
+def word(value: float) -> float | str:
+    """A Loss as `snapshot` writes it: a float, or nan and the infinities as NOT_FINITE's
+    strings (JSON has no such numbers; msgspec reads the strings at full speed)."""
+    return value if isfinite(value) else NOT_FINITE[0 if isnan(value) else 1 + (value < 0)]
+
+
+def number(value: float | str) -> float:
+    """A Loss as the float it stands for (NOT_FINITE's strings: nan and the infinities)."""
+    return float(value.lower()) if isinstance(value, str) else value
+
+
+def plain_state(state: State) -> dict[str, Any]:
+    """`state` as plain values, each Loss a float (as `snapshot` wrote it)."""
+    out = to_builtins(state)
+    out["history"] = [[r[0], number(r[1]), number(r[2]), *r[3:]] for r in out["history"]]
+    for w in out["workers"]:
+        w["loss"] = number(w["loss"])
+    return out

@@ -59,18 +59,13 @@ class TensorFile:
             length = struct.unpack("<Q", head)[0] if head else -1
             if not 0 < length <= min(MAX_HEADER, size - 8):
                 raise self.wrong(f"not a safetensors file with pslab's header ({size} bytes)")
-            if bound is not None:
-                self._bound(fd, length, bound)
-            header = _decode(read_at(fd, 8, length), dict[str, msgspec.Raw],
-                             f"{path} (its safetensors header)")
+            blob = self._bound(fd, length, bound) if bound is not None else None
+            blob = blob or read_at(fd, 8, length)
         finally:
             os.close(fd)
         self.size, self.start = size, 8 + length
-        extra = _decode(header.pop("__metadata__", b"null"), Optional[dict[str, str]],
-                        f"{path} (its safetensors header's __metadata__)")
-        if extra is None or "pslab" not in extra:
-            raise self.wrong("not a safetensors file with pslab's header")
-        self.meta_text = extra["pslab"]
+        self.meta_text, header = self._split(blob)
+        del blob
         if len(self.meta_text) > self.longest:
             raise self.wrong(f"its header is {len(self.meta_text)} characters, more than a run "
                              f"of its settings writes ({self.longest} at most)")
@@ -93,7 +88,8 @@ class TensorFile:
             raise self.wrong(f"its tensors take {end} bytes but the file holds "
                              f"{size - self.start} after its header (truncated, or padded)")
 
-    def _bound(self, fd: int, length: int, bound: Callable[[str], tuple[int, int]]) -> None:
+    def _bound(self, fd: int, length: int,
+               bound: Callable[[str], tuple[int, int]]) -> bytes | None:
         """Refuse a header longer than the file's own first members allow, before the header is
         decoded: `bound(start of pslab's JSON)` gives (its longest text, the most tensors); the
         header is pslab's JSON string first, as safetensors writes it (every quote inside it
@@ -113,8 +109,10 @@ class TensorFile:
         if length > most:
             raise self.wrong(f"its safetensors header is {length} bytes, more than a run of "
                              f"its settings writes ({most} at most, with {count} tensors)")
+        whole = None
         if end < 0 and length > PREFIX:  # pslab's string goes on: find its end, then its table
-            end = read_at(fd, 8, length).find(b'}"}', len(_OPENING))
+            whole = read_at(fd, 8, length)
+            end = whole.find(b'}"}', len(_OPENING))
         if end < 0 or end > len(_OPENING) + 2 * longest:
             raise self.wrong(f"its header is more than a run of its settings writes "
                              f"({longest} characters at most)")
@@ -122,6 +120,26 @@ class TensorFile:
             raise self.wrong(f"its tensor table is {length - end} bytes, more than {count} "
                              f"tensors take ({ENTRY_BYTES * count + 8} at most)")
         self.longest = longest
+        return whole if whole is not None else window if length <= PREFIX else None
+
+    def _split(self, blob: bytes) -> tuple[str, dict[str, msgspec.Raw]]:
+        """(pslab's JSON, the tensor table) of the safetensors header `blob`. As pslab writes
+        it (_OPENING, pslab's string, then the table) the string is decoded alone, so the
+        header is scanned once; any other layout is decoded whole (pslab's string must be in
+        __metadata__ either way)."""
+        end = blob.find(b'}"}', len(_OPENING)) if blob.startswith(_OPENING) else -1
+        if end >= 0 and blob[end + 3:end + 4] in (b",", b"}"):
+            text = _decode(blob[len(_OPENING) - 1:end + 2], str,
+                           f"{self.path} (its safetensors header's __metadata__)")
+            table = b"{" + blob[end + 3 + (blob[end + 3:end + 4] == b","):]
+            return text, _decode(table, dict[str, msgspec.Raw],
+                                 f"{self.path} (its safetensors header)")
+        header = _decode(blob, dict[str, msgspec.Raw], f"{self.path} (its safetensors header)")
+        extra = _decode(header.pop("__metadata__", b"null"), Optional[dict[str, str]],
+                        f"{self.path} (its safetensors header's __metadata__)")
+        if extra is None or "pslab" not in extra:
+            raise self.wrong("not a safetensors file with pslab's header")
+        return extra["pslab"], header
 
     @property
     def meta(self) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .checkpoint import Checkpoint
-from .checkpoint import load as load_checkpoint
 from .checks import flag, one_of
 from .cluster import Cluster
 from .modes import Policy
@@ -109,7 +108,8 @@ def resume(path: str | Path, progress: bool = False, backend: str = "simulated",
         if backend != "processes":
             raise ValueError("address only applies to resume(path, backend='processes')")
         ProcessOptions(address=address)
-    saved = load_checkpoint(path)
+    again = Checkpoint.opened(path)
+    saved = again.header
     if saved["backend"] != backend:
         raise ValueError(f"{path} is a checkpoint of a run on backend={saved['backend']!r}: "
                          f"resume it with pslab.resume(path, backend={saved['backend']!r}) "
@@ -123,8 +123,6 @@ def resume(path: str | Path, progress: bool = False, backend: str = "simulated",
                              f"listen: pass address={recorded!r} to resume there, deliberately")
         plain["processes"] = dict(plain["processes"], address=address or LOOPBACK, kill={},
                                   hang={})
-    again = Checkpoint(path)
-    again.resuming = True
     try:
         settings = Settings.from_dict(plain)
         if settings.backend != backend:

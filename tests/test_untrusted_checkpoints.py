@@ -327,3 +327,43 @@ def test_zero3_bookkeeping_resumes_and_is_checked(zero3, tmp_path):
 def test_zero_bookkeeping_in_a_mode_without_it(made, tmp_path):
     micro = lambda m: m["state"]["actors"]["plain"].update(micro=[0, 0, 0])  # noqa: E731
     refused(edited(made, tmp_path, micro), "actors.plain.micro", "present in a mode without it")
+
+
+def _bare(value):
+    """pslab's NOT_FINITE strings (how a loss not measured is written) as the floats that
+    Python's json writes as the bare words NaN and Infinity (as an older pslab wrote them)."""
+    if isinstance(value, list):
+        return [_bare(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _bare(v) for k, v in value.items()}
+    return float(value) if value in ("NaN", "Infinity", "-Infinity") else value
+
+
+def test_losses_not_measured_resume_bit_for_bit_written_either_way(tmp_path):
+    """A timing-only run's losses are all nan: pslab writes them as strings; a file with
+    the bare words NaN/Infinity in their place (Python's json) resumes to the same run."""
+    full = pslab.train(mode="async", workers=3, steps=6, numerics=False)
+    path = tmp_path / "timing.ckpt"
+    pslab.train(mode="async", workers=3, steps=6, numerics=False,
+                checkpoint=Checkpoint(path, at=full.makespan / 2))
+    assert b'\\"NaN\\"' in path.read_bytes() and b"NaN," not in path.read_bytes()
+    meta, tensors = read_checkpoint(path)
+    assert math.isnan(load(path)["state"]["history"][0][1])  # load gives the float back
+    bare = tmp_path / "bare.ckpt"
+    write_checkpoint(bare, _bare(meta), tensors)
+    assert b"NaN," in bare.read_bytes()
+    for resumed in (pslab.resume(path), pslab.resume(bare)):
+        assert repr(resumed.history) == repr(full.history)  # nan == nan as text
+        assert list(resumed.timeline) == list(full.timeline)
+
+
+@pytest.mark.parametrize("field", ["now", "events"])
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity", math.nan, -math.inf])
+def test_not_finite_where_only_a_time_may_stand(made, tmp_path, field, word):
+    """NaN and the infinities pass only where a loss stands, as a string or a bare word."""
+    def change(meta):
+        if field == "now":
+            meta["state"]["now"] = word
+        else:
+            meta["state"]["events"][0][0] = word
+    refused(edited(made, tmp_path, change), field)
