@@ -57,12 +57,25 @@ ACROSS = [("gpipe", 1), ("1f1b", 1), ("zb-h1", 1)]  # schedules measured across 
 ACROSS_RATE = 2e6  # bits per second of every host's shaped link
 
 
-def across_rows(steps: int = 6) -> list[dict[str, Any]]:
+def receive_waits(run: pslab.Run, rank: int = 1) -> tuple[float, float]:
+    """(median seconds of one receive wait, seconds a step that `rank` blocks on receives),
+    over the measured steps after the first: PyTorch's single-stage schedules (GPipe, 1F1B)
+    post a receive just before the action that needs it, and gloo sends a message only once
+    its receive is posted, so each such wait is a whole transfer the clock overlaps with
+    compute; the multi-stage runtime (ZB-H1 here) posts receives a tick ahead."""
+    waits = [s for s in run.timeline if s.kind == "recv" and s.worker == rank and s.step > 0]
+    steps = len({s.step for s in waits}) or 1
+    return (statistics.median(s.duration for s in waits) if waits else 0.0,
+            sum(s.duration for s in waits) / steps)
+
+
+def across_rows(steps: int = 6, repeats: int = 3) -> list[dict[str, Any]]:
     """p = 4, m = 8 across 4 namespaced hosts (root only; an empty list elsewhere) behind
     links shaped to 2 Mbit/s, each action sleeping F:B:W = 20:40:20 ms: the measured seconds
-    per step (median, the first step left out) beside the clock's on the calibrated link
-    (latency, bandwidth), as the network bench compares the parameter-server modes. ratio:
-    measured / simulated."""
+    per step (the median of `repeats` runs, the schedules in turn, each run's own median with
+    its first step left out) beside the clock's on the calibrated link (latency, bandwidth), as
+    the network bench compares the parameter-server modes; ratio: measured / simulated; and
+    rank 1's receive waits (`receive_waits`), the time the clock does not have."""
     from pslab.pipeline.processes import step_time, train_across
     from pslab.processes.calibrate import calibrate
     from pslab.processes.hosts import Hosts, unavailable
@@ -73,20 +86,34 @@ def across_rows(steps: int = 6) -> list[dict[str, Any]]:
         return []
     link = calibrate(ACROSS_RATE)
     cluster = pslab.Cluster(latency=link.latency, bandwidth=link.bandwidth, update_time=0.0)
+    pipes = {schedule: pslab.Pipeline(stages=4, microbatches=8, schedule=schedule,
+                                      chunks=chunks, times=(0.02, 0.04, 0.02))
+             for schedule, chunks in ACROSS}
+    seen: dict[str, list[tuple[float, float, float]]] = {name: [] for name in pipes}
+    loads = [os.getloadavg()[0]]
+    for _ in range(repeats):  # in turn: a change of load falls on every schedule alike
+        for name, pipe in pipes.items():
+            with Hosts(4, bandwidth=ACROSS_RATE) as hosts:
+                real = train_across(pipe, [hosts.namespace(r) for r in range(4)],
+                                    steps=steps)
+            seen[name].append((step_time(real), *receive_waits(real)))
+            loads.append(os.getloadavg()[0])
+    load = f"load {min(loads):.1f}-{max(loads):.1f}"
     out = []
-    for schedule, chunks in ACROSS:
-        pipe = pslab.Pipeline(stages=4, microbatches=8, schedule=schedule, chunks=chunks,
-                              times=(0.02, 0.04, 0.02))
-        with Hosts(4, bandwidth=ACROSS_RATE) as hosts:
-            real = train_across(pipe, [hosts.namespace(r) for r in range(4)], steps=steps)
-        measured = step_time(real)
+    for name, pipe in pipes.items():
+        measured, wait, per_step = (statistics.median(x) for x in zip(*seen[name]))
         simulated = pslab.train(mode=pipe, steps=2, numerics=False, cluster=cluster).step_time
-        load = os.getloadavg()[0]
-        out.append(row(SECTION, f"across 4 hosts {ACROSS_RATE / 1e6:g} Mbit/s, {schedule} "
-                       f"p=4 m=8: s/step (simulated {simulated * 1e3:.0f} ms, load {load:.1f})",
-                       {"median": measured, "runs": steps - 1}, ratio=measured / simulated,
-                       simulated_step=simulated, error=measured / simulated - 1,
-                       link_latency=link.latency, link_bandwidth=link.bandwidth))
+        out.append(row(SECTION, f"across 4 hosts {ACROSS_RATE / 1e6:g} Mbit/s, {name} "
+                       f"p=4 m=8: s/step (simulated {simulated * 1e3:.0f} ms; rank 1 waits "
+                       f"{per_step * 1e3:.0f} ms a step on receives, {wait * 1e3:.1f} ms "
+                       f"each; {load})",
+                       {"median": measured, "min": min(x[0] for x in seen[name]),
+                        "max": max(x[0] for x in seen[name]), "runs": repeats},
+                       ratio=measured / simulated, simulated_step=simulated,
+                       error=measured / simulated - 1, receive_wait=wait,
+                       receive_wait_per_step=per_step, transfer=cluster.transfer_time(
+                           32 * 32 * 4), link_latency=link.latency,
+                       link_bandwidth=link.bandwidth))
     return out
 
 

@@ -45,3 +45,35 @@ def test_the_step_figure_draws_every_action():
     ax = fig.axes[0]
     assert len(ax.patches) == 4 + len(run.ops) == 4 + 4 * 8 * 3
     assert "11.1% of the ranks' time" in fig.texts[0].get_text()
+
+
+def test_two_schedules_give_the_same_loss_and_a_line_says_why():
+    """The weights of every schedule are one worker's: the previous run's curve is drawn wide
+    and pale under the current one (not hidden by it), and a line says why they agree."""
+    d = PipelineDashboard(settle_delay=None)
+    d.set(schedule="gpipe")
+    assert "Same loss at every step as before" in d.why.value
+    assert "it does not change the gradient" in d.why.value
+    lines = d.figures["training"].panels[0]["lines"]
+    assert [line["label"].split(":")[0] for line in lines] == ["before", "now"]
+    assert lines[0]["width"] > lines[1].get("width", 2) and lines[0]["y"] == lines[1]["y"]
+    d.set(microbatches=4)  # a smaller batch: another loss, no such line
+    assert "Same loss" not in d.why.value
+
+
+def test_replicas_draw_the_flush_all_reduce_and_say_its_cost():
+    d = PipelineDashboard(settle_delay=None, stages=2, microbatches=4)
+    d.set(replicas=2, bandwidth=1e3)
+    run = d.run
+    assert run.workers == 4 and "Pipeline(1f1b, p=2, m=4, d=2)" in d.describe()
+    panel = d.figures["timeline"].panels[0]
+    ring = [s for s in run.timeline if s.kind in ("reduce-scatter", "all-gather")
+            and s.step == 0 and s.worker < 2]
+    assert len(ring) == 4  # replica 0's two ranks, each a reduce-scatter and an all-gather
+    assert len(column(panel["rects"]["x0"])) == 2 + len([o for o in run.ops if o.rank < 2]) + 4
+    assert panel["xlim"][1] == max(s.end for s in ring) > run.span
+    assert "each stage's 2 copies all-reduce its gradient" in d.why.value.replace("&#x27;", "'")
+    assert "d·m = 8 micro-batches" in d.why.value
+    alone = PipelineDashboard(settle_delay=None, stages=2, microbatches=4, bandwidth=1e3).run
+    assert run.step_time > alone.step_time  # the ring at the flush lengthens the step
+    assert run.history[-1].loss != alone.history[-1].loss  # d·m micro-batches a step

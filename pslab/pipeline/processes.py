@@ -209,6 +209,7 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
     spans: list = []
     step_now = [0]
     sleeps = {(k, kind): t for k, kind, t in slept or []}
+    _timed_waits(schedules, spans, step_now)
     stages = [_timed(PipelineStage(modules[k], k, pipe.virtual, torch.device("cpu"),
                                    group=line), spans, step_now, sleeps) for k in mine]
     cls = getattr(schedules, TORCH[pipe.schedule])
@@ -288,3 +289,33 @@ def _timed(stage, spans: list, step_now: list, sleeps: dict):
 
         setattr(stage, method, timed)
     return stage
+
+
+class _Posted(list):
+    """The works of one batch of sends and receives, and whether it holds a receive."""
+
+    receives = False
+
+
+def _timed_waits(schedules, spans: list, step_now: list) -> None:
+    """PyTorch's schedules post their sends and receives in batches (`_batch_p2p`) and block
+    on them (`_wait_batch_p2p`): each block is timed as a span, "recv" where the batch holds a
+    receive, else "send" (micro-batch None). gloo moves a message only once its receiver has
+    posted the receive, so a receive posted late waits a whole transfer however early the
+    send was posted: the measured timeline shows it (docs/pipeline.md)."""
+    post, wait = schedules._batch_p2p, schedules._wait_batch_p2p
+    receive = getattr(__import__("torch.distributed", fromlist=["irecv"]), "irecv")
+
+    def posted(ops, desc=None):
+        works = _Posted(post(ops, desc))
+        works.receives = any(op.op is receive for op in ops)
+        return works
+
+    def waited(works):
+        a = time.monotonic()
+        wait(works)
+        if works:
+            kind = "recv" if getattr(works, "receives", False) else "send"
+            spans.append((kind, a, time.monotonic(), step_now[0], -1, -1))
+
+    schedules._batch_p2p, schedules._wait_batch_p2p = posted, waited
