@@ -118,7 +118,8 @@ def snapshot(sim: Simulation) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
         events.append([time, seq, name, list(args)])
     state = dict(
         now=clock.now, seq=clock.scheduled, events=events, actors=sim.bookkeeping(),
-        timeline=[list(s) for s in sim.timeline], history=[[r[0], word(r[1]), word(r[2]), *r[3:]] for r in sim.history],
+        timeline=[list(s) for s in sim.timeline],
+        history=[[r[0], word(r[1]), word(r[2]), *r[3:]] for r in sim.history],
         server=dict(versions=server.versions, counts=server.counts,
                     buffered=[len(b) for b in server.buffer]),
         workers=[dict(versions=[[s, v] for s, v in w.versions.items()], loss=word(w.loss),

@@ -65,9 +65,12 @@ def update(**changed):
                                 keys=np.arange(keys, dtype=np.float32), worker=None), **changed))
 
 
+READY = dict(rank=0, pid=7, role="shard", index=0, job="0123456789ab")
+
+
 def test_what_a_process_sends_arrives_checked():
-    got = read(("ready", dict(rank=0, pid=7, role="shard", index=0)), update(), ("done", {"rank": 0}))
-    assert got.ready == {0: dict(rank=0, pid=7, role="shard", index=0)} and got.done == {0}
+    got = read(("ready", READY), update(), ("done", {"rank": 0}))
+    assert got.ready == {0: READY} and got.done == {0}
     assert np.array_equal(got.updates[0]["keys"], np.arange(JOB.layout().keys(0)))
     assert got.updates[0]["keys"].dtype == np.float32
 
@@ -88,7 +91,7 @@ def test_a_message_longer_than_the_job_s_longest_is_refused_unread():
     (update(time=float("nan")), "update.time"),
     (update(keys=np.zeros(3, np.float32)), "field update.keys"),
     (update(keys=np.zeros(JOB.layout().keys(0), np.float64)), "update.keys.dtype"),
-    (("ready", dict(rank=1, pid=7, role="shard", index=0)), "field ready.rank"),
+    (("ready", dict(READY, rank=1)), "field ready.rank"),
     (("spans", [[1, 1, "compute", 0.0, 1.0, 0, 0, None]]), "field spans.[0]"),
     (("start", dict(rank=0, run="x")), "a second 'start' line"),
     (("order", {}), "invalid enum value 'order'"),

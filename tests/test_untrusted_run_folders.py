@@ -20,7 +20,11 @@ ARGS = ["--shards", "2", "--workers", "3", "--steps", "3", "--mode", "sync"]
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """A real run folder: 2 shards and 3 workers under torchrun, on loopback."""
-    out = tmp_path_factory.mktemp("made") / "run"
+    return launched(tmp_path_factory, "made")
+
+
+def launched(tmp_path_factory, name):
+    out = tmp_path_factory.mktemp(name) / "run"
     torchrun = Path(sys.executable).with_name("torchrun")
     done = subprocess.run([str(torchrun), "--standalone", "--log-dir",
                            str(tmp_path_factory.getbasetemp() / "torchelastic"),
@@ -153,6 +157,45 @@ def test_a_rank_file_of_another_run(made, tmp_path):
     job["run"] = "another"
     (out / "job.json").write_text(json.dumps(job))
     refused(out, "rank0.jsonl", "another run")
+
+
+def launch_names(out):
+    return [m[1]["job"] for r in range(5) for _, _, m in messages(lines(out / f"rank{r}.jsonl"))
+            if m[0] == "ready"]
+
+
+def test_two_launches_of_one_command_are_told_apart(made, tmp_path_factory, tmp_path):
+    """Two launches of one command: each named by its rank 0 once the group formed, the
+    same name on all its ranks; a folder gathering ranks of both is refused, even where the
+    run token is the same (a static rendezvous, --master-addr/--master-port, repeated: the
+    token holds nothing else that differs, and before they meet the ranks of other hosts
+    share nothing else)."""
+    again = launched(tmp_path_factory, "again")
+    first, second = launch_names(made), launch_names(again)
+    assert len(first) == len(second) == 5 and len(set(first)) == len(set(second)) == 1
+    assert first[0] != second[0] and load_run(again).updates == 3
+    out = copy(made, tmp_path)
+    token = lines(made / "rank0.jsonl")[0]
+    for r in (3, 4):  # the workers of one host, from the other launch, under the same token
+        rows = lines(again / f"rank{r}.jsonl")
+        rows[0] = ["start", dict(token[1], rank=r)]
+        write_lines(out / f"rank{r}.jsonl", rows)
+    refused(out, "rank3.jsonl", "ready.job", "two launches")
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda rows: rows.insert(1, rows[2]), ["ready"]),  # a measurement before it joined
+    (lambda rows: rows.append(rows[1]), ["ready"]),  # joined twice
+    (lambda rows: rows.__setitem__(1, ["ready", dict(rows[1][1], job="zz")]), ["job"]),
+])
+def test_a_rank_that_did_not_join_once_before_measuring(made, tmp_path, change, words):
+    out = copy(made, tmp_path)
+    path = out / "rank2.jsonl"
+    rows = lines(path)
+    assert rows[1][0] == "ready"
+    change(rows)
+    write_lines(path, rows)
+    refused(out, "rank2.jsonl", *words)
 
 
 def rank(monkeypatch, capsys, r, argv):

@@ -57,8 +57,8 @@ def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
     report = Report(path=sink) if isinstance(sink, (str, os.PathLike)) else Report(conn=sink)
     try:
         player = Shard(job, index, report) if role == "shard" else WorkerProcess(job, index, report)
-        clock = join(job, rank, meeting)
-        report("ready", dict(rank=rank, pid=os.getpid(), role=role, index=index))
+        clock, launch = join(job, rank, meeting)
+        report("ready", dict(rank=rank, pid=os.getpid(), role=role, index=index, job=launch))
         player.run(clock)
         report("done", dict(rank=rank))
     except BaseException as e:  # say why before going: the launcher shows it to the user
@@ -73,8 +73,12 @@ def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
             dist.destroy_process_group()
 
 
-def join(job: Job, rank: int, meeting: Meeting | None) -> Callable[[], float]:
-    """Join the gloo group and agree on time zero; returns the clock (seconds since then)."""
+def join(job: Job, rank: int, meeting: Meeting | None) -> tuple[Callable[[], float], str]:
+    """Join the gloo group and agree on time zero and on the launch's own name; returns the
+    clock (seconds since then) and the name (12 hex digits, drawn by rank 0 once the group
+    has formed: before, ranks on other hosts share nothing but the command line, which two
+    launches may repeat exactly; each rank's "ready" report carries it, so the files of two
+    launches gathered into one folder are told apart by `load_run`)."""
     # gloo's own timeout a little longer than the shards' waits, so that a shard, which knows
     # whose push is missing, speaks first
     timeout = timedelta(seconds=job.options.timeout + 2)
@@ -91,10 +95,13 @@ def join(job: Job, rank: int, meeting: Meeting | None) -> Callable[[], float]:
     handshake(job, rank)
     # Wall-clock time zero from rank 0: on one host every process reads the same clock; across
     # hosts time.time() is the one NTP keeps in step (perf_counter's origin is per machine).
-    zero = torch.tensor([time.time()], dtype=torch.float64)
+    # The launch's name is not drawn from the run's seed: two launches of one command line
+    # (the same seed) must differ. 48 bits: a float64 holds them exactly, in the same message.
+    zero = torch.tensor([time.time(), float(int.from_bytes(os.urandom(6), "big"))],
+                        dtype=torch.float64)
     dist.broadcast(zero, src=0)
-    t0 = zero.item()
-    return lambda: time.time() - t0
+    t0, launch = zero[0].item(), int(zero[1].item())
+    return (lambda: time.time() - t0), f"{launch:012x}"
 
 
 def handshake(job: Job, rank: int) -> None:

@@ -2,7 +2,9 @@
 file here; a notebook run's pipe messages, one line each, by the launcher with `read_message`).
 
 Each rank writes `rank<r>.jsonl` (report.py): a first "start" line with its rank and the run's
-token (the same token job.json holds), then one JSON line per message. `read_rank` refuses a
+token (the same token job.json holds), then one JSON line per message, the first of them once
+it has joined the group its "ready" line, with the launch's name (drawn by rank 0 then; the
+same on every rank of one launch, `launch_of`). `read_rank` refuses a
 file that is not this run's or not this rank's, and checks every line before it is used: its
 length (at most `line_limit` bytes, so one 4 GiB line costs nothing), its nesting depth, its
 shape (`Message` and the payload types below: keys, types, finite times), and every index
@@ -47,6 +49,7 @@ class Ready(Struct, forbid_unknown_fields=True):
     pid: int
     role: Literal["shard", "worker"]
     index: Count
+    job: Annotated[str, Meta(pattern="^[0-9a-f]{12}$")]  # the launch's name (child.join)
 
 
 class Update(Struct, forbid_unknown_fields=True):
@@ -124,7 +127,18 @@ def read_rank(path: Path, job: Job, rank: int, run: str) -> list[tuple[str, Any]
                 out += read_message(line, where, job, rank)
     if number == 0:
         raise ValueError(f"{path} is empty: rank {rank} never started")
+    kinds = [kind for kind, _ in out]
+    joined = kinds.index("ready") if "ready" in kinds else len(kinds)
+    if kinds.count("ready") > 1 or any(k not in ("error", "ready") for k in kinds[:joined]):
+        raise ValueError(f"{path}: field ready: not one 'ready' line before rank {rank}'s "
+                         f"first measurement")
     return out
+
+
+def launch_of(messages: list[tuple[str, Any]]) -> str | None:
+    """The launch's name a rank's checked messages carry (its 'ready' line; None: it never
+    joined the group, so it measured nothing, `read_rank` checks)."""
+    return next((payload["job"] for kind, payload in messages if kind == "ready"), None)
 
 
 def read_message(line: bytes, where: str, job: Job, rank: int) -> list[tuple[str, Any]]:

@@ -7,7 +7,10 @@ Every rank parses the same command line, so every rank builds the same `Job`; it
 from its rank (0..S-1 shards, then workers). Each rank writes its reports to `OUT/rank<r>.jsonl`
 (rank 0 also writes the command line to `OUT/job.json`); `load_run(OUT)` turns the files,
 gathered in one folder, into a Run. All of them are plain data (JSON): loading a run folder
-someone else wrote runs no code of theirs.
+someone else wrote runs no code of theirs. Every file carries the run token (`run_token`: the
+command line and torchrun's rendezvous, all a rank knows before the group forms) and, from each
+rank's "ready" line on, the launch's name that rank 0 drew once the group formed: files of
+two launches of one command, gathered into one folder, are refused.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from ..settings import Settings
 from .child import main as play
 from .job import Job, make_job
 from .measured import assemble
-from .rankfile import read_rank
+from .rankfile import launch_of, read_rank
 from .report import start_file
 
 
@@ -171,9 +174,17 @@ def load_run(folder: str | Path) -> Run:
     line and the field otherwise."""
     job, run = read_job(folder)
     spans, updates, pushes, errors, done, seen = [], [], [], [], 0, set()
+    first = None  # (rank, launch name) of the first rank that joined
     for rank in range(job.world):
         path = Path(folder) / f"rank{rank}.jsonl"
-        for kind, payload in read_rank(path, job, rank, run):
+        messages = read_rank(path, job, rank, run)
+        launch = launch_of(messages)
+        first = first or (launch and (rank, launch))
+        if launch is not None and launch != first[1]:
+            raise ValueError(f"{path}: field ready.job: launch {launch!r}, but rank {first[0]} "
+                             f"joined launch {first[1]!r}: the files of two launches of the "
+                             f"same command (gathered into one folder?)")
+        for kind, payload in messages:
             if kind == "spans":
                 spans.extend(payload)
             elif kind == "update":
