@@ -399,7 +399,7 @@ def test_switching_mode_at_defaults_never_collapses_without_the_reason_on_screen
                 assert "DIVERGED" in why
                 fix = float(why.split("Learning rate ")[1].split(" trains")[0])
             else:
-                fix = float(re.search(r"Sync's step: learning rate ([\d.]*\d)", why)[1])
+                fix = float(re.search(r"learning rate ([\d.]*\d) on the slider", why)[1])
             dash.set(lr=fix)
             assert not dash.run.diverged and dash.run.final_accuracy > sync_acc - 0.1, \
                 (name, mode, fix, dash.run.final_accuracy, sync_acc)

@@ -142,7 +142,7 @@ def timeline_rows(run: Run, palette: str, shard_label: Any) -> list[str]:
 
 CURVES_LAYOUT = {"height": CURVES_PX, "font": FONT, "panels": [
     dict(share=0.5, left=58, right=12, top=22, bottom=BOTTOM, xlabel="virtual time (s)",
-         ylabel="training loss (log)", ylog=True, xname="time (s)", yname="loss"),
+         ylabel="loss (log)", ylog=True, xname="time (s)", yname="loss"),  # clear of the legend
     dict(share=0.5, left=58, right=12, top=22, bottom=BOTTOM, xlabel="virtual time (s)",
          ylabel="test accuracy", yfmt="pct", xname="time (s)", yname="test accuracy")]}
 

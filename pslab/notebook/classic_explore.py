@@ -65,7 +65,7 @@ def lr_rule(rule: str = "fixed lr", lr: float = 0.5, workers: int = 8) -> Figure
                     staleness_lr=rule == "lr/τ")
     fig = plot_training(run, labels=[f"{rule}, lr {lr:.2g}"])
     verdict = (f"async, {workers} workers: " + ("DIVERGED: " + run.divergence if run.diverged
-                                                 else f"converged: test accuracy "
+                                                 else f"no divergence: test accuracy "
                                                       f"{run.final_accuracy:.1%}"))
     fig.suptitle(textwrap.fill(verdict, 68), fontsize=9,  # wrapped: the cell's width
                  color="crimson" if run.diverged else "black")

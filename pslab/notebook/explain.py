@@ -44,7 +44,9 @@ def lr_reason(run: Run, lr: float, choices: Sequence[float],
            f"a round moves the weights {n}× as far{ssp}.")
     if run.diverged:
         return f"DIVERGED. Why: {why}{_fix(trains)}"
-    return f"Compared with sync: {why} Sync's step: learning rate {step_lr(lr, n, choices):g}."
+    return (f"Compared with sync: {why} Sync's step per round is {lr:g} / {n} = {lr / n:.2g}: "
+            f"try learning rate {step_lr(lr, n, choices):g} on the slider (its value nearest at or "
+            "below).")
 
 
 def _fix(trains: float | None) -> str:
