@@ -196,6 +196,21 @@ def test_sync_with_a_killed_worker_stops_with_a_clear_error():
     assert not partial.complete and partial.updates == 2 and gone(partial)
 
 
+def test_a_worker_slow_to_start_is_not_taken_for_a_silent_one(monkeypatch):
+    """Start-up has its own allowance: a worker 6 s late (past timeout=3 and gloo's 5 s) is
+    waited for, and what stops the run is the fault asked for, with every update before it."""
+    import slow_start
+
+    from pslab.processes import launcher
+
+    monkeypatch.setattr(launcher, "main", slow_start.main)
+    started = time.perf_counter()
+    with pytest.raises(ProcessFailure, match=r"worker 1 .*SIGKILL after 2 steps") as err:
+        processes(mode="sync", kill={1: 2}, timeout=3)
+    assert time.perf_counter() - started > slow_start.LATE
+    assert err.value.run.updates == 2 and gone(err.value.run)
+
+
 def test_sync_with_a_hung_worker_stops_within_its_timeout():
     start = time.perf_counter()
     with pytest.raises(ProcessFailure, match=r"no push of step 2 came from worker 1"):

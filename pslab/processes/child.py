@@ -29,6 +29,9 @@ from .report import Report
 from .shard import Shard, Stuck
 
 
+STARTUP = 120.0  # seconds: the most the processes of a run may take to all be started
+
+
 class Meeting(NamedTuple):
     """Where the processes meet (None under torchrun: env://). On one machine (loopback) a
     FileStore in the launcher's private folder: no socket at all for the rendezvous, nothing
@@ -86,12 +89,14 @@ def join(job: Job, rank: int, meeting: Meeting | None) -> tuple[Callable[[], flo
     # would take the hostname's address otherwise, which may face the network)
     os.environ["GLOO_SOCKET_IFNAME"] = interface_of(job.options.address)
     os.environ["TORCH_GLOO_LAZY_INIT"] = "1"  # a star needs W+S pairs, not a full mesh
+    startup = timedelta(seconds=max(STARTUP, job.options.timeout + 2))
     if meeting is None:  # torchrun: RANK, WORLD_SIZE, MASTER_ADDR/PORT in the environment
-        dist.init_process_group("gloo", timeout=timeout)
+        store = next(dist.rendezvous("env://", rank, job.world, timeout=startup))[0]
     else:
-        store = meeting.store(job.world, timeout)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=job.world,
-                                timeout=timeout)
+        store = meeting.store(job.world, startup)
+    arrived(store, job.world, startup)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=job.world,
+                            timeout=timeout)
     handshake(job, rank)
     # Wall-clock time zero from rank 0: on one host every process reads the same clock; across
     # hosts time.time() is the one NTP keeps in step (perf_counter's origin is per machine).
@@ -102,6 +107,17 @@ def join(job: Job, rank: int, meeting: Meeting | None) -> tuple[Callable[[], flo
     dist.broadcast(zero, src=0)
     t0, launch = zero[0].item(), int(zero[1].item())
     return (lambda: time.time() - t0), f"{launch:012x}"
+
+
+def arrived(store: Any, world: int, startup: timedelta) -> None:
+    """Wait (at most `startup`) until all `world` processes are here, each done with its own
+    start-up (torch, the digits, a worker's first backward: seconds on a loaded machine, and
+    more for the last of many): the run's timeout, which gloo keeps from now on, is for a
+    step, and a slow start must not pass for a silent worker."""
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")  # torchrun's store outlives one
+    if store.add(f"pslab-arrived-{attempt}", 1) == world:
+        store.set(f"pslab-all-arrived-{attempt}", "1")
+    store.wait([f"pslab-all-arrived-{attempt}"], startup)
 
 
 def handshake(job: Job, rank: int) -> None:

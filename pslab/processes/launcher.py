@@ -31,7 +31,7 @@ from ..checkpoint import FORMAT, load_file
 from ..tensorfile import save_tensors
 from ..result import Run
 from ..settings import Settings
-from .child import Meeting, main
+from .child import STARTUP, Meeting, main
 from .job import Job, make_job
 from .measured import assemble
 from .rankfile import line_limit, read_message
@@ -193,7 +193,9 @@ class Launch:
     def watch(self, started: float) -> None:
         """Read reports until every process is done; decide what each exit means."""
         timeout = self.job.options.timeout
-        patience = 2 * timeout + 3  # the processes' own timeouts fire first, with clearer words
+        # the processes' own timeouts fire first, with clearer words: a step's (the run's
+        # timeout) once all are ready, before that their start-up's (child.STARTUP)
+        patience = 2 * timeout + 3
         heard = time.perf_counter()
         shards = range(self.job.num_shards)
         while len(self.reaped) < len(self.procs):
@@ -208,8 +210,9 @@ class Launch:
                 self.startup_s = time.perf_counter() - started
             if all(r in self.done for r in shards):  # the server is finished: so is the run
                 self.stragglers(time.perf_counter() + 1.0)
-            if time.perf_counter() - heard > patience:
-                raise ProcessFailure(f"no process reported anything for {patience:g} s "
+            waited = time.perf_counter() - heard
+            if waited > patience + (STARTUP if len(self.ready) < self.job.world else 0):
+                raise ProcessFailure(f"no process reported anything for {waited:.0f} s "
                                      f"(timeout={timeout:g}): stopped the run")
 
     def read_from(self, conn: Any) -> None:
