@@ -30,6 +30,7 @@ from msgspec import Meta, Struct
 
 from ..files import check_shape, parse_json
 from .hosts import Terminated
+from .child import STARTUP  # a first forkserver (`import torch`) + the group's set-up, loaded
 from .launcher import ProcessFailure, main_module_hidden
 from .starter import context
 
@@ -44,9 +45,6 @@ class Said(Struct, forbid_unknown_fields=True):
     spans: list[list[Union[str, int, Seconds, None]]] = []
     score: Optional[tuple[float, float]] = None  # a diverged run scores NaN
     message: str = ""
-
-
-STARTUP = 120.0  # seconds for a first forkserver (`import torch`) + the group's set-up, loaded
 
 
 class Member:
