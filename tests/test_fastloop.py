@@ -2,9 +2,12 @@
 async runs with their hot events inlined: each must be the actors' run bit for bit (every
 span's fields, the history, the staleness, the clock), on every schedule it takes, and they
 must stay out of the runs they do not do exactly."""
+import copy
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pslab
 from pslab import simulation
@@ -176,3 +179,52 @@ def test_a_checkpoint_on_the_inlined_loop_resumes_to_the_same_run(tmp_path, link
     path = tmp_path / "run.ckpt"
     pslab.train(**kwargs, checkpoint=pslab.Checkpoint(path, at=whole.makespan / 3))
     assert same(pslab.resume(path), whole)
+
+
+def in_pieces(monkeypatch, moments: list[float], **kwargs) -> list[tuple[pslab.Run, list]]:
+    """[(run, states)] of the same settings inlined, then by the actors, each run to every
+    moment in turn (the state noted there), then to its end: every piece a fresh segment of
+    the inlined loop, with the events that were pending taken back off the clock."""
+    out = []
+    for inline in (True, False):
+        with monkeypatch.context() as m:
+            if not inline:
+                m.setattr(simulation.Simulation, "inlined", lambda self: False)
+            seen, real = [], simulation.Simulation.run
+
+            def run(self, until=None):
+                for moment in moments:
+                    real(self, moment)
+                    seen.append(copy.deepcopy(state(self)))  # the run goes on
+                real(self, until)
+
+            m.setattr(simulation.Simulation, "run", run)
+            out.append((pslab.train(numerics=False, **kwargs), seen))
+    return out
+
+
+@settings(max_examples=60, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mode=st.sampled_from(["async", pslab.SoftSync(2), pslab.SoftSync(3)]),
+       workers=st.integers(1, 9), steps=st.integers(1, 12), shards=st.integers(1, 4),
+       accumulate=st.integers(1, 3), links=st.sampled_from([ONE, "duplex"]),
+       colocated=st.booleans(), free=st.booleans(), jitter=st.sampled_from([0.0, 0.3, 0.6]),
+       bandwidth=st.sampled_from([3e4, 1e5, 2e5]), seed=st.integers(0, 99),
+       cuts=st.lists(st.floats(0.0, 1.1), max_size=3))
+def test_generated_runs_cut_anywhere_are_the_actors_run(monkeypatch, mode, workers, steps,
+                                                        shards, accumulate, links, colocated,
+                                                        free, jitter, bandwidth, seed, cuts):
+    """Generated settings, each run whole and cut at generated moments (ties and zero costs
+    included: Cluster.free): the inlined loops leave the actors' state at every cut and end
+    in the actors' run, bit for bit."""
+    if isinstance(mode, pslab.SoftSync) and (workers * steps) % mode.c:  # every push counts
+        mode = "async"
+    cluster = (pslab.Cluster.free(colocated=colocated, links=links) if free else
+               pslab.Cluster(jitter=jitter, bandwidth=bandwidth, colocated=colocated,
+                             links=links))
+    kwargs = dict(mode=mode, workers=workers, steps=steps, shards=shards,
+                  accumulate=accumulate, cluster=cluster, seed=seed)
+    whole = pslab.train(numerics=False, **kwargs).makespan
+    (fast, fast_seen), (slow, slow_seen) = in_pieces(
+        monkeypatch, sorted(whole * c for c in cuts), **kwargs)
+    assert same(fast, slow) and fast_seen == slow_seen

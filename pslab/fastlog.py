@@ -1,0 +1,194 @@
+"""What the two inlined loops share: their hot events off the clock, and the rows of their log.
+
+fastloop.py (one-at-a-time links) and fastduplex.py (duplex links) run the actors' timing-only
+async runs with the hot events inlined. Each keeps those events in a heap of their times alone
+(`take_hot`: floats compare ~3x faster than the clock's tuples) and gives back what has not run
+(`pending`). Each event only logs who it was, when, and where its transfers started; numpy
+then makes the spans' rows from that log a few thousand events at a time (`Rows.add`): the
+transfers, the holes between them, the compute and update spans, every code, by the same float
+operations on the same operands as the actors, in the actors' order.
+Layer: actors (below fastloop.py and fastduplex.py), above the clock and the timeline.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+FLUSH = 5 * 1500  # logged values gathered before their rows are made (~1500 events)
+
+
+def same_costs(sim: Any) -> bool:
+    """Does each worker's push to a shard cost what its fetch does? (Rows reads one table.)"""
+    fetches, pushes = sim.routes["fetch"], sim.routes["push"]
+    return all([c for _, _, c in f] == [c for _, _, c in p] for f, p in zip(fetches, pushes))
+
+
+def take_hot(clock: Any, hot: tuple) -> tuple[list[float], dict, dict]:
+    """Take the events of the `hot` kinds off the clock (left with the others) into a heap of
+    their times alone, `at` each time the event due then, and `tied`: the further events due
+    at a time, in their order."""
+    at: dict = {}
+    tied: dict = {}
+    mine = [(t, seq, hot[hot.index(fn)], args) for t, seq, fn, args in clock.take(hot)]
+    for item in mine:
+        if at.setdefault(item[0], item) is not item:
+            tied.setdefault(item[0], []).append(item)
+    return [item[0] for item in mine], at, tied  # sorted: a heap
+
+
+def next_hot(times: list[float], at: dict, tied: dict) -> tuple[float, tuple, Any]:
+    """The next of the events `take_hot` took, off `at` (and `tied`): (time, args, fn).
+    Its time stays on the heap: the caller replaces it with that of the event it schedules."""
+    now = times[0]
+    _, _, fn, args = at.pop(now)
+    if tied and now in tied:  # events at the same time: the next in line
+        at[now] = tied[now].pop(0)
+        if not tied[now]:
+            del tied[now]
+    return now, args, fn
+
+
+def pending(at: dict, tied: dict) -> list:
+    """The events `take_hot` took, and those scheduled since, that have not run."""
+    out = list(at.values())
+    for items in tied.values():
+        out += items
+    at.clear()
+    tied.clear()
+    return out
+
+
+def accumulated(start: float, durations: Any, step: int, k: int) -> float:
+    """When a step of k minibatches that starts at `start` ends: its minibatches computed one
+    after another (added in order, as the actors add them)."""
+    t = start
+    for d in durations[step * k:(step + 1) * k]:
+        t += d
+    return t
+
+
+class Rows:
+    """Makes the spans' rows of a log of events and adds them to the timeline.
+
+    Per event the log holds (who, step, now, then one transfer start per shard, then, when
+    the updates are "logged", one update start per shard). who: `rank` for a step's start
+    (fetch, compute); `~rank` for a push that completed an update (push, then the updates);
+    `~(W + rank)` for a push that completed none (W workers: `buffered - rank` with
+    `buffered = ~W`). A push's updates are "booked" right behind it on the same resource (each
+    starts where its push ends), "logged" (colocated shards: their starts in the log), or
+    "apart" (duplex links: the shard books them when the push arrives; `add` takes them).
+    """
+
+    def __init__(self, sim: Any, updates: str):
+        routes = sim.routes["fetch"]  # a push costs what a fetch does (same_costs)
+        self.workers, self.shards = len(routes), len(sim.updates)
+        self.log_updates, self.push_updates = updates == "logged", updates != "apart"
+        self.width = 3 + self.shards * (1 + self.log_updates)  # logged values per event
+        cost = np.array([[seconds for _, _, seconds in route] for route in routes])
+        self.cost = cost[:1] if (cost == cost[:1]).all() else cost  # one row: all alike
+        self.update_cost = np.array([seconds for _, _, seconds in sim.updates])
+        # the span codes (columns.py), as floats: their sums stay exact (whole numbers below
+        # 2^53, checked by the Simulation), and numpy adds floats faster than large ints
+        timeline, S = sim.timeline, range(self.shards)
+        self.fetch_codes = np.array([float(timeline.code(None, s, "fetch", 0)) for s in S])
+        self.push_codes = np.array([float(timeline.code(None, s, "push", 0)) for s in S])
+        self.update_codes = np.array([float(timeline.code(None, s, "update", 0)) for s in S])
+        self.hole = float(timeline.code(None, None, "idle", 0, None, "queue"))
+        self.compute = float(timeline.code(None, None, "compute", 0))
+        self.step_unit, self.rank_unit = float(timeline.step_unit), float(timeline.worker_unit)
+        self.micro_unit = float(timeline.micro_unit)
+        self.durations = np.array([np.asarray(row, dtype=np.float64) for row in sim.durations])
+        self.accumulate, self.timeline = sim.accumulate, timeline
+
+    def add(self, log: list, updates: list | None = None) -> None:
+        """Add the rows of the logged events to the timeline, in the order the actors add them.
+        updates: the update spans booked between the logged events, flat (after, shard, step,
+        start): each goes in after the rows of the events of the log's first `after` values."""
+        del log[len(log) - len(log) % self.width:]  # an event cut short (a 2nd Ctrl-C): no row
+        if not log and not updates:
+            return
+        items, kept = self.items(log)
+        if updates:
+            after, s, step, start = np.frombuffer(
+                struct.pack(f"{len(updates)}d", *updates)).reshape(-1, 4).T
+            s = s.astype(np.intp)
+            rows = np.empty((len(s), 3))
+            rows[:, 0] = step * self.step_unit + self.update_codes[s]
+            rows[:, 1], rows[:, 2] = start, start + self.update_cost[s]
+            ends = np.concatenate(([0], np.cumsum(kept)))  # where each event's rows end
+            at = np.minimum(after.astype(np.intp) // self.width, len(kept))
+            items = np.insert(items, ends[at], rows.view("V24").ravel())
+        self.timeline.rows.frombytes(memoryview(items.view(np.uint8)))  # no copy in between
+
+    def items(self, log: list) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the logged events (each a 24-byte item: code, start, end), and how many
+        each event made. Every value is the loop's own or the same float operation on the
+        same operands as the actors', so the rows are theirs bit for bit."""
+        S, k, W = self.shards, self.accumulate, self.workers
+        if not log:
+            return np.empty(0, dtype="V24"), np.empty(0, dtype=np.intp)
+        # struct packs a list of floats and small ints into doubles ~2x faster than numpy
+        L = np.frombuffer(struct.pack(f"{len(log)}d", *log)).reshape(-1, self.width)
+        E = len(L)
+        who, step, now, A = L[:, 0].astype(np.intp), L[:, 1], L[:, 2], L[:, 3:3 + S]
+        pushed = who < 0
+        rank = np.where(pushed, ~who, who)
+        updated = pushed & (rank < W)
+        rank[rank >= W] -= W
+        B = A + self.cost[rank if len(self.cost) > 1 else 0]
+        at = step * self.step_unit
+        code = at + (rank + 1) * self.rank_unit  # exact: whole numbers below 2^53 (columns.py)
+        tail = max(k, S) if self.push_updates else k
+        R = np.empty((E, 2 * S + tail, 3))
+        keep = np.empty((E, 2 * S + tail), dtype=bool)
+        R[:, :S, 0] = code[:, None] + np.where(pushed[:, None], self.push_codes,
+                                               self.fetch_codes)
+        R[:, :S, 1], R[:, :S, 2] = A, B
+        keep[:, :S] = True
+        self._holes(R, keep, now, A, B, code)
+        # a start's compute, one span per minibatch; a push's updates, each behind its push
+        t = now.copy()
+        for s in range(S):  # the transfers' end: column by column, far faster than max(axis=1)
+            np.maximum(t, B[:, s], out=t)
+        first = rank * self.durations.shape[1] + (step * k).astype(np.intp)  # flat: faster
+        u = L[:, 3 + S:] if self.log_updates else np.maximum(B, now[:, None])
+        for m in range(tail):
+            slot = R[:, 2 * S + m]
+            if m < k:
+                d = self.durations.ravel()[first + m]
+                fields = code + (self.compute + (m + 1) * self.micro_unit), t, t + d
+                t = fields[2]
+            if m < S:
+                update = at + self.update_codes[m], u[:, m], u[:, m] + self.update_cost[m]
+                fields = ([np.where(pushed, a, b) for a, b in zip(update, fields)] if m < k
+                          else update)
+            for c in range(3):
+                slot[:, c] = fields[c]
+            keep[:, 2 * S + m] = (updated if m < S else False) | (~pushed if m < k else False)
+        # each row as one 24-byte item: numpy picks kept items far faster than kept rows of 3
+        items = R.reshape(-1, 3).view("V24").ravel()[keep.ravel()]
+        return items, keep.sum(axis=1)
+
+    def _holes(self, R: np.ndarray, keep: np.ndarray, now: np.ndarray, A: np.ndarray,
+               B: np.ndarray, code: np.ndarray) -> None:
+        """The holes: the parts of [now, end] that no transfer covers (timeline.gaps, per
+        event), into the columns S..2S of R (kept where there is one)."""
+        S = self.shards
+        starts, ends = A, B
+        if S > 1:
+            unordered = (A[:, 1:] < A[:, :-1]).any(axis=1)
+            if unordered.any():
+                order = np.lexsort((B[unordered], A[unordered]), axis=1)  # gaps' sorted()
+                starts, ends = A.copy(), B.copy()
+                starts[unordered] = np.take_along_axis(A[unordered], order, 1)
+                ends[unordered] = np.take_along_axis(B[unordered], order, 1)
+        covered = R[:, S:2 * S, 1]
+        covered[:, 0] = now
+        if S > 1:
+            np.maximum(np.maximum.accumulate(ends[:, :-1], axis=1), now[:, None],
+                       out=covered[:, 1:])
+        R[:, S:2 * S, 0] = (code + self.hole)[:, None]
+        R[:, S:2 * S, 2] = starts
+        np.greater(starts, covered, out=keep[:, S:2 * S])
