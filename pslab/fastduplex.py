@@ -214,12 +214,7 @@ def _arrivals(sim: Any, tables: _Tables, on_the_way: tuple, log: list, updates: 
             lag = versions[s] - fetched[rank][s]
             if lag > mine[1]:
                 mine[1] = lag
-            if aggregate > 1:  # SoftSync: `aggregate` pushes make an update
-                counts[s] += 1
-                updated = counts[s] >= aggregate
-                if updated:
-                    counts[s] = 0
-            if aggregate == 1 or updated:  # the update, right behind the push
+            if aggregate == 1 or _gathered(counts, s, aggregate):  # the update, behind it
                 versions[s] += 1
                 line = lines[s]
                 u0 = line.free_at if line.free_at > now else now
@@ -243,6 +238,16 @@ def _arrivals(sim: Any, tables: _Tables, on_the_way: tuple, log: list, updates: 
                 return now
 
     return arrive
+
+
+def _gathered(counts: list, s: int, aggregate: int) -> bool:
+    """SoftSync (ParameterServer.push, timing only): shard s counts the push; does it complete
+    the `aggregate` pushes of an update?"""
+    counts[s] += 1
+    if counts[s] < aggregate:
+        return False
+    counts[s] = 0
+    return True
 
 
 def _take_arrivals(clock: Any, arrived: Any, shards: int) -> tuple[list[deque], list]:

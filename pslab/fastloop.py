@@ -107,18 +107,17 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
 
 def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fetched: list,
             log: list, until: float | None) -> bool:
-    """Run the two events in time order; True when another event is next, False when none is
-    left before `until`. Each is a step of the lesson: a worker starts a step (it fetches from
-    every shard, then computes) or its compute ends (it pushes to every shard, the server
-    updates, and the worker waits for its pushes before its next step). Everything the loop
-    reads is a local variable; `moment` gets what it changes."""
+    """Run the two events in time order: a worker starts a step (fetch from every shard, then
+    compute) or its compute ends (push to every shard, the server's update; the worker waits
+    for its pushes). True when another event is next, False when none is left before `until`.
+    Everything the loop reads is a local variable; `moment` gets what it changes."""
     (times, at, tied), (now, seq, gathered, version, count) = hot, moment
     (start_event, computed_event), heap = fns, sim.clock.queue
     steps, k, durations, aggregate = sim.steps, sim.accumulate, sim.durations, tables.aggregate
-    staleness, history, progress = sim.push_staleness, sim.history, sim.progress
+    # nan: the very object the actors' records hold, so that records compare equal
+    staleness, history, progress, nan = sim.push_staleness, sim.history, sim.progress, math.nan
     jobs, pushes, update_jobs, buffered = tables.jobs, tables.pushes, tables.updates, ~tables.workers
     pad = (0.0,) * tables.shards if tables.log_updates else ()  # an event's update columns
-    nan = math.nan  # the very object simulation's records hold: records compare equal
     limit = math.inf if until is None else until
     try:
         while True:
@@ -131,9 +130,7 @@ def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fet
                 if step == steps:  # the worker is done
                     heappop(times)
                     continue
-                log += (rank, step, now)
-                end = _book(jobs[rank], now, log)
-                log += pad
+                end = _book(jobs[rank], now, log, (rank, step, now), pad)
                 fetched[rank] = version
                 t = end + durations[rank][step] if k == 1 else \
                     accumulated(end, durations[rank], step, k)
@@ -145,12 +142,9 @@ def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fet
                     gathered = lag
                 count += 1  # ParameterServer.push, timing only: a count per shard, all alike
                 if count < aggregate:  # buffered: the update waits for more pushes
-                    log += (buffered - rank, step, now)
-                    t = _book(pushes[rank], now, log)  # the worker waits for its pushes
-                    log += pad
+                    t = _book(pushes[rank], now, log, (buffered - rank, step, now), pad)
                 else:  # the update: each shard's right behind its push
-                    log += (~rank, step, now)
-                    t, applied_at = _book_updated(pushes[rank], now, log)
+                    t, applied_at = _book_updated(pushes[rank], now, log, (~rank, step, now))
                     if pad:
                         applied_at = _book_updates(update_jobs, now, log)
                     count, version = 0, version + 1
@@ -171,9 +165,11 @@ def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fet
         moment[:] = now, seq, gathered, version, count
 
 
-def _book(route: list, now: float, log: list) -> float:
-    """Book a worker's transfers, one per shard, each on its shard's link as soon as it is
-    free (Resource.book, inlined); log each start; return when the last one ends."""
+def _book(route: list, now: float, log: list, event: tuple, pad: tuple) -> float:
+    """Log the event (who, step, now) and book its transfers, one per shard, each on its
+    shard's link as soon as it is free (Resource.book, inlined); log each start (then `pad`:
+    no update); return when the last one ends."""
+    log += event
     end = now
     for shard, cost, _ in route:
         a = shard.free_at
@@ -183,14 +179,16 @@ def _book(route: list, now: float, log: list) -> float:
         log.append(a)
         if b > end:
             end = b
+    log += pad
     return end
 
 
-def _book_updated(route: list, now: float, log: list) -> tuple[float, float]:
+def _book_updated(route: list, now: float, log: list, event: tuple) -> tuple[float, float]:
     """`_book` for pushes that complete an update, each shard's update booked right behind
     its push on the same resource (`after` seconds). Returns when the last push ends and
     when the last update does (an update of no time ends with its push). Kept apart from
     `_book`, not a flag of it: a fetch is booked 80,000 times in a figure-size run."""
+    log += event
     end = busy = now
     for shard, cost, after in route:
         a = shard.free_at
