@@ -399,7 +399,7 @@ def test_switching_mode_at_defaults_never_collapses_without_the_reason_on_screen
                 assert "DIVERGED" in why
                 fix = float(why.split("Learning rate ")[1].split(" trains")[0])
             else:
-                fix = float(re.search(r"learning rate ([\d.]*\d) on the slider", why)[1])
+                fix = float(re.search(r"try lr ([\d.]*\d)", why)[1])
             dash.set(lr=fix)
             assert not dash.run.diverged and dash.run.final_accuracy > sync_acc - 0.1, \
                 (name, mode, fix, dash.run.final_accuracy, sync_acc)
@@ -545,3 +545,32 @@ def test_figure_001s_blue_is_named_for_the_mode_shown():
     dash.set(mode="async")
     labels = [e["label"] for e in dash.figures["timeline"].legend]
     assert "transfers and server updates" in labels and "gradient sync" not in labels
+
+
+def test_an_async_run_ending_on_one_workers_fresh_updates_says_so():
+    """The line that says why a straggler's async run ends well trained: its last k updates
+    are one worker's, each at staleness 0 (plain SGD). On seeded random settings the line
+    names exactly that worker and that k, and is absent when fewer than two such updates end
+    the run (or in sync)."""
+    from pslab.notebook.explain import alone_note
+
+    rng = np.random.default_rng(29)
+    seen = set()
+    for _ in range(16):
+        mode = str(rng.choice(["sync", "async", "SSP(0)", "SSP(1)"]))
+        workers = int(rng.integers(2, 6))
+        slow = float(rng.choice([1.0, 0.4, 0.25]))  # G0's speed: a straggler or not
+        run = pslab.train(mode=pslab.SSP(int(mode[4])) if "(" in mode else mode,
+                          workers=workers, steps=int(rng.integers(6, 15)), numerics=False,
+                          seed=int(rng.integers(1000)),
+                          cluster=pslab.Cluster(speeds=[slow] + [1.0] * (workers - 1)))
+        note = alone_note(run)
+        h, k = run.history, 0
+        while k < len(h) and h[-1 - k].worker == h[-1].worker and h[-1 - k].staleness == 0:
+            k += 1
+        if run.mode == "sync" or k < 2 or h[-1].worker is None:  # SSP(0): averaged rounds
+            assert note is None, (mode, note)
+        else:
+            assert note.startswith(f"Its last {k} updates are G{h[-1].worker}'s alone"), note
+        seen.add(note is None)
+    assert seen == {True, False}  # both cases were generated

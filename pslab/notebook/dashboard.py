@@ -30,8 +30,9 @@ A saved dashboard opened before its notebook runs says at its top that it is a p
 what to press, and shows no status (`LiveNote`).
 
 Layout (one screen at 1024x768 with JupyterLab's file browser open: about 500 px of a
-577-px-wide cell): the controls in two columns, one line of status, the bold numbers and the
-lines that explain them, then the timeline and the main curve; the rest under them.
+577-px-wide cell): the controls in two columns (an odd count leaves the right one a row, which
+takes the status line), the bold numbers and the lines that explain them, then the timeline
+and the main curve; the rest under them.
 """
 from __future__ import annotations
 
@@ -95,17 +96,25 @@ class DashboardBase(Ahead):
         DashboardBase.latest = self  # what the notebook tests read the latencies from
 
     def _layout(self, extra: tuple[W.Widget, ...]) -> W.VBox:
-        """Controls in two columns (the first half left), the status, numbers and why-lines
-        in one compact block, the timeline and the main curve, then `extra`."""
+        """Controls in two columns (the first half left; the status under the right one when
+        it is a row short), the status, numbers and why-lines in one compact block, the
+        timeline and the main curve, then `extra`."""
         names = list(self.controls)
         half = (len(names) + 1) // 2
+        parts = [[self.controls[n] for n in part] for part in (names[:half], names[half:])]
+        lines = [self.numbers, self.why]
+        if len(names) % 2:  # the right column's empty last row takes the status: a line saved
+            # for the explanations (at most two lines there, so the columns keep their height)
+            self.status.layout = W.Layout(margin="2px 4px", max_height="2.5em",
+                                          overflow="hidden")
+            parts[1].append(self.status)
+        else:
+            lines.insert(0, self.status)
         column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
-        columns = W.HBox([W.VBox([self.controls[n] for n in part], layout=column)
-                          for part in (names[:half], names[half:])],
+        columns = W.HBox([W.VBox(part, layout=column) for part in parts],
                          layout=W.Layout(flex_flow="row wrap", width="100%",
                                          align_items="flex-start"))
-        texts = W.VBox([self.status, self.numbers, self.why],
-                       layout=W.Layout(margin="0 4px", min_width="0"))
+        texts = W.VBox(lines, layout=W.Layout(margin="0 4px", min_width="0"))
         main = list(self.figures.values())[:2]
         for fig in main:  # one under the other in a projector's cell, side by side when wide
             fig.layout.flex = "1 1 480px"
@@ -147,7 +156,7 @@ class DashboardBase(Ahead):
         return f"pslab dashboard ({self.preset}): {self.describe()}"
 
     def ready_text(self) -> str:
-        return "ready: every number, line and curve here is of these controls"
+        return "ready: all shown here is of these controls"
 
     def current(self, drawn: Any) -> bool:
         """True when everything on screen is of the controls' values (`drawn`: what the slow
@@ -263,7 +272,7 @@ class DashboardBase(Ahead):
         if loop is None or self.settle_delay is None:
             self.settle()
             return
-        self.set_status("busy", "numbers and curves: waiting for the sliders to rest…")
+        self.set_status("busy", "waiting for the sliders to rest…")
         self._handle = loop.call_later(self.settle_delay, self._settle_later)
 
     def _settle_later(self) -> None:

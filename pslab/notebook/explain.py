@@ -10,6 +10,9 @@ Three surprises a student meets at once, and misreads without a word:
   waits: sync's for its rounds' updates, async's at the shards, behind updates (N per round
   where sync applies one) and the other workers' pushes (on links that carry one transfer at a
   time, the seed figures', also their fetches);
+- async with a straggler can end better trained than with equal workers: once the others are
+  done, the straggler's last updates are its own, one after another on fresh weights (plain
+  SGD), where equal workers' last updates are all N − 1 stale;
 - sync itself blows up at a large learning rate: its one averaged step overshoots;
 - a latency-bound transfer's share of the run grows as the run gets shorter (more shards)
   while its time stays the same.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import html
 from typing import Sequence
 
+from ..drawing.timeline_plot import worker_label
 from ..result import Run
 from ..timeline import total
 
@@ -44,9 +48,27 @@ def lr_reason(run: Run, lr: float, choices: Sequence[float],
            f"a round moves the weights {n}× as far{ssp}.")
     if run.diverged:
         return f"DIVERGED. Why: {why}{_fix(trains)}"
-    return (f"Compared with sync: {why} Sync's step per round is {lr:g} / {n} = {lr / n:.2g}: "
-            f"try learning rate {step_lr(lr, n, choices):g} on the slider (its value nearest at or "
-            "below).")
+    step = step_lr(lr, n, choices)
+    smallest = "" if step <= lr / n * (1 + 1e-9) else ", the slider's smallest"
+    return (f"Compared with sync: {why[:-1]}; sync's step is {lr:g} / {n} = {lr / n:.2g} "
+            f"(try lr {step:g}{smallest}).")
+
+
+def alone_note(run: Run, palette: str = "ps") -> str | None:
+    """How an async/SSP run ends when its last updates are one worker's, each on fresh weights
+    (staleness 0): as plain SGD, which a run of equal workers (all N − 1 stale) never gets;
+    None when fewer than two such updates end it."""
+    if run.mode == "sync" or run.workers < 2 or not run.history:
+        return None
+    last, k = run.history[-1].worker, 0
+    for update in reversed(run.history):
+        if update.worker != last or update.staleness != 0:
+            break
+        k += 1
+    if k < 2 or last is None:  # None: SSP(0)'s averaged rounds, no one worker's updates
+        return None
+    return (f"Its last {k} updates are {worker_label(last, palette)}'s alone, on fresh weights: "
+            "plain SGD.")
 
 
 def _fix(trains: float | None) -> str:
@@ -150,10 +172,12 @@ def _shards(k: int) -> str:
 
 def why_html(run: Run, sync: Run, lr: float, straggler: bool,
              choices: Sequence[float], links: str = "duplex",
-             trains: float | None = None) -> str:
+             trains: float | None = None, palette: str = "ps") -> str:
     """The lines above as HTML for a dashboard: a divergence line red; empty when nothing
-    needs explaining. `trains`: for a diverged run, the largest lr below that trains."""
+    needs explaining. `trains`: for a diverged run, the largest lr below that trains;
+    `palette`: how workers are named (G0, or GPU0 in figure 001's)."""
     lines = [(lr_reason(run, lr, choices, trains), "#c62828" if run.diverged else "#444"),
+             (None if run.diverged else alone_note(run, palette), "#444"),
              (sync_reason(run, lr, trains), "#c62828"),
              (later_reason(run, sync, straggler, links), "#444")]
     return "".join(f"<div style='font-size:12px;line-height:1.2;color:{colour}'>"

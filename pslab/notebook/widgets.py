@@ -173,7 +173,7 @@ class Dashboard(DashboardBase):
         run = self.view.run
         trains = self._trains(settings) if run.diverged else None
         return why_html(run, self.view.sync_twin(), settings.lr, settings.slowdown > 1,
-                        LR_VALUES, settings.links, trains)
+                        LR_VALUES, settings.links, trains, settings.palette)
 
     def _trains(self, settings: Settings) -> float | None:
         """The largest grid learning rate below `settings.lr` at which this mode does not
