@@ -50,6 +50,10 @@ def rows(quick: bool = False) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    import argparse
+
     from .__main__ import print_table
 
+    argparse.ArgumentParser(prog="python -m bench.nas_speed",
+                            description="the nas section of python -m bench, alone").parse_args()
     print_table(rows())

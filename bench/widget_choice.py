@@ -76,4 +76,9 @@ def _pslab(fig, run) -> None:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m bench.widget_choice", description=(
+        "plotly's FigureWidget against pslab's canvas for one dashboard step (needs plotly: "
+        "see this file's docstring)")).parse_args()
     sys.exit(main())

@@ -53,7 +53,8 @@ def _steady(sim: Any) -> bool:
     with the server's own push and a push that costs what a fetch does."""
     server = sim.server
     return (type(server).push is ParameterServer.push and same_costs(sim)
-            and len(server.versions) > 0 and len(set(server.versions)) == 1 and len(set(server.counts)) == 1
+            and len(server.versions) > 0 and len(set(server.versions)) == 1
+            and len(set(server.counts)) == 1
             and all(len(set(f)) == 1 for f in sim.fetched))
 
 
@@ -116,7 +117,8 @@ def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fet
     steps, k, durations, aggregate = sim.steps, sim.accumulate, sim.durations, tables.aggregate
     # nan: the very object the actors' records hold, so that records compare equal
     staleness, history, progress, nan = sim.push_staleness, sim.history, sim.progress, math.nan
-    jobs, pushes, update_jobs, buffered = tables.jobs, tables.pushes, tables.updates, ~tables.workers
+    jobs, pushes, update_jobs = tables.jobs, tables.pushes, tables.updates
+    buffered = ~tables.workers
     pad = (0.0,) * tables.shards if tables.log_updates else ()  # an event's update columns
     limit = math.inf if until is None else until
     try:

@@ -16,10 +16,15 @@ MAKE = re.compile(r"`make ([a-z][a-z-]*)|^#\s+make ([a-z][a-z-]*)", re.M)
 
 
 def _texts() -> dict[str, str]:
-    """Where a user reads commands: the package's code (docstrings and messages), the figures'
-    headers, the Makefile, the docs and the notebooks (their cells' text)."""
-    paths = [*ROOT.glob("pslab/**/*.py"), *ROOT.glob("figures/*.tex"), ROOT / "Makefile",
-             ROOT / "README.md", *ROOT.glob("docs/*.md")]
+    """Where a user reads commands: the package's and the benchmark's code (docstrings and
+    messages), the figures' headers, the Makefile, the docs and their code, the benchmark's
+    saved reports, the notebooks (their cells' text) and the tests' messages. Not the
+    CHANGELOG: it tells what was, commands that are gone included."""
+    paths = [*ROOT.glob("pslab/**/*.py"), *ROOT.glob("bench/*.py"),
+             *ROOT.glob("bench/results/*.txt"), *ROOT.glob("figures/*.tex"),
+             *ROOT.glob("docs/figures/*.tex"), ROOT / "Makefile", ROOT / "README.md",
+             *ROOT.glob("docs/*.md"), *ROOT.glob("docs/*.py"), *ROOT.glob("notebooks/**/*.py"),
+             *ROOT.glob("tests/*.py")]
     out = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in paths}
     for nb in ROOT.glob("notebooks/*.ipynb"):
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
@@ -36,13 +41,33 @@ def _named(pattern: re.Pattern) -> dict[str, str]:
     return found
 
 
+def _flags() -> dict[tuple[str, str], dict[str, str]]:
+    """(module, first word after it) -> each option written after them (`--name`) -> the first
+    file that writes it. The command's text ends at a quote, a backquote, a bracket, the line's
+    end or the next command; the word may be a subcommand (`python -m pslab figures --docs`)
+    or prose, which the test tells apart by asking the module."""
+    found: dict[tuple[str, str], dict[str, str]] = {}
+    for where, text in sorted(_texts().items()):
+        for match in PYTHON_M.finditer(text):
+            rest = re.split(r"[`'\"()\n]|python3? -m ", text[match.end():], maxsplit=1)[0]
+            words = rest.split()
+            word = words[0] if words and re.fullmatch(r"[a-z]+", words[0]) else ""
+            for flag in re.findall(r"(?<![\w-])--[a-z][-a-z0-9]*", rest):
+                found.setdefault((match.group(1).rstrip("."), word), {}).setdefault(flag, where)
+    return found
+
+
 MODULES = _named(PYTHON_M)
 TARGETS = _named(MAKE)
+FLAGS = _flags()
 
 
 def test_the_commands_are_found():
-    assert {"pslab", "pslab.drawing.tex", "pslab.processes", "bench"} <= set(MODULES)
-    assert {"lab", "present", "test", "figures"} <= set(TARGETS)
+    assert {"pslab", "pslab.drawing.tex", "pslab.processes", "bench", "bench.network",
+            "bench.nas_speed"} <= set(MODULES)
+    assert {"lab", "present", "test", "figures", "docs"} <= set(TARGETS)
+    assert {"--only", "--quick", "--seed"} <= set(FLAGS["bench", ""])
+    assert "--docs" in FLAGS["pslab", "figures"] and "--replay" in FLAGS["bench.network", ""]
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -51,6 +76,22 @@ def test_each_python_m_command_named_runs(module):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("usage: "), (
         f"`python -m {module}` (named in {MODULES[module]}) does not run:\n{done.stderr[-2000:]}")
+
+
+def _help(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *command, "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("module,word", sorted(FLAGS))
+def test_each_option_named_is_the_commands(module, word):
+    """Every `--option` written after a command is one its --help lists (of the subcommand
+    when the word after the module is one)."""
+    sub = _help(module, word) if word else None
+    shown = (sub if sub is not None and sub.returncode == 0 else _help(module)).stdout
+    missing = {flag: where for flag, where in FLAGS[module, word].items()
+               if not re.search(rf"(?<![\w-]){flag}(?![\w-])", shown)}
+    assert not missing, f"`python -m {module} {word}` takes no {missing} (--help:\n{shown})"
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
