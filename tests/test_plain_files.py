@@ -52,6 +52,7 @@ def test_a_rank_report_file_round_trips_as_json_lines(tmp_path):
     path = tmp_path / "rank0.jsonl"
     start_file(path, ("start", dict(rank=0, run="r")))
     report = Report(path=path)
+    report("ready", dict(rank=0, pid=1, role="shard", index=0, job="0123456789ab"))
     keys = np.arange(2410, dtype=np.float32)  # shard 0 of one: the whole model
     report.hold("spans", [Span(None, 0, "fetch", 0.5, 1.25, 1)])
     report("update", dict(shard=0, version=1, start=1.0, time=1.5, staleness=0, step=0,
@@ -61,18 +62,18 @@ def test_a_rank_report_file_round_trips_as_json_lines(tmp_path):
     with open(path, "a") as f:
         f.write('["spans", [[1, 0, "push"')  # a killed rank's half-written last line
     got = read_rank(path, job(), 0, "r")
-    assert [k for k, _ in got] == ["spans", "update", "done"]
-    assert got[0][1] == [Span(None, 0, "fetch", 0.5, 1.25, 1)]
-    assert got[1][1]["keys"].dtype == np.float32 and (got[1][1]["keys"] == keys).all()
+    assert [k for k, _ in got] == ["ready", "spans", "update", "done"]
+    assert got[1][1] == [Span(None, 0, "fetch", 0.5, 1.25, 1)]
+    assert got[2][1]["keys"].dtype == np.float32 and (got[2][1]["keys"] == keys).all()
     with open(path, "a") as f:  # once another line follows, the half line is refused
         f.write("\n")
-    with pytest.raises(ValueError, match="rank0.jsonl line 4"):
+    with pytest.raises(ValueError, match="rank0.jsonl line 5"):
         read_rank(path, job(), 0, "r")
     lines = path.read_text().splitlines()
-    path.write_text("\n".join(lines[:3] + [json.dumps(  # an array of objects: refused
+    path.write_text("\n".join(lines[:4] + [json.dumps(  # an array of objects: refused
         ["update", dict(shard=0, version=2, start=1.0, time=1.5, staleness=0, step=0,
                         worker=None, keys={"array": "", "dtype": "|O", "shape": [0]})])]) + "\n")
-    with pytest.raises(ValueError, match="rank0.jsonl line 4: field update.keys.dtype"):
+    with pytest.raises(ValueError, match="rank0.jsonl line 5: field update.keys.dtype"):
         read_rank(path, job(), 0, "r")
 
 
