@@ -574,3 +574,16 @@ def test_an_async_run_ending_on_one_workers_fresh_updates_says_so():
             assert note.startswith(f"Its last {k} updates are G{h[-1].worker}'s alone"), note
         seen.add(note is None)
     assert seen == {True, False}  # both cases were generated
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("name", ["000", "001"])
+def test_the_timelines_caption_counts_idle_time_as_the_bold_numbers_do(name, mode):
+    """Idle time is summed over the workers: the bold numbers and the caption under the
+    timeline both say GPU-seconds (never plain seconds for the same sum beside it)."""
+    dash = Dashboard(name)
+    dash.set(mode=mode)
+    caption = dash.view.captions()["timeline"]
+    assert "GPU-seconds" in html.unescape(dash.numbers.value)
+    assert re.search(r"idle [\d.]+ GPU-seconds", caption), caption
+    assert not re.search(r"[\d.]+ s (\(|\+|queued|in sync|during)", caption), caption

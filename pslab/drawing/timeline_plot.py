@@ -83,23 +83,28 @@ def legend_label(kind: str, palette: str) -> str:
     return f"{kind} ({text})" if len(text) <= 2 else text  # "fetch (F)", "minibatch"
 
 
-def title_text(run: Run, label: str | None = None, column: bool = False) -> str:
+def title_text(run: Run, label: str | None = None, column: bool = False,
+               unit: str = "s") -> str:
     """'label' over 'makespan …, idle … (…%), … updates': the numbers the seeds are about.
-    column: split the idle time as figure 001 draws it, white waits + the gradient-sync column."""
+    column: split the idle time as figure 001 draws it, white waits + the gradient-sync column;
+    unit: of the idle times, summed over the workers ("GPU-seconds" where a dashboard's bold
+    numbers say so beside it)."""
     diverged = " — DIVERGED (the loss blew up: see the loss curve)" if run.diverged else ""
-    return f"{label or run.mode}{diverged}\n{numbers_line(run, column)}"
+    return f"{label or run.mode}{diverged}\n{numbers_line(run, column, unit)}"
 
 
-def numbers_line(run: Run, column: bool = False) -> str:
-    """'makespan …, idle … (…%), … updates' (shared by plots and the TikZ export)."""
+def numbers_line(run: Run, column: bool = False, unit: str = "s") -> str:
+    """'makespan …, idle … (…%), … updates' (shared by plots and the TikZ export); `unit` of
+    the idle times (see `title_text`)."""
     plural = "" if run.updates == 1 else "s"
     idle_time = run.idle_time
     wait = run.sync_wait if column else 0.0  # each walks the timeline: read them once
     # the blue column is a gradient sync only in sync mode; elsewhere it is the server's updates
     during = "in sync" if run.mode == "sync" else "during server updates"
-    idle = f"{idle_time - wait:.2f} s + {wait:.2f} s {during}" if wait > 0 else f"{idle_time:.2f} s"
+    idle = (f"{idle_time - wait:.2f} {unit} + {wait:.2f} {unit} {during}" if wait > 0
+            else f"{idle_time:.2f} {unit}")
     queue = run.queue_time  # idle noted "queue": not waiting for workers (pslab.timeline.NOTES)
-    queued = f" of which {queue:.2f} s queued at shards" if queue > 0 else ""
+    queued = f" of which {queue:.2f} {unit} queued at shards" if queue > 0 else ""
     return (f"makespan {run.makespan:.2f} s, idle {idle} ({run.idle_fraction:.1%}){queued}, "
             f"{run.updates} update{plural}")
 
