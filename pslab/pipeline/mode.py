@@ -77,7 +77,9 @@ class Pipeline(Staged):
         """Processes run PyTorch's own schedule classes: the schedules it has."""
         if self.schedule not in ON_TORCH:
             return (f"schedule {self.schedule!r} runs on the virtual clock only: "
-                    f"torch.distributed.pipelining has no such schedule class (on processes: "
+                    f"torch.distributed.pipelining (torch {_torch_version()}) has no such "
+                    f"schedule class, and backend='processes' runs PyTorch's own classes, whose "
+                    f"action lists are the ones pslab's are checked against (on processes: "
                     f"{', '.join(map(repr, ON_TORCH))})")
         return None
 
@@ -109,3 +111,13 @@ def _times(times: object, schedule: str) -> tuple[float, float, float]:
         raise ValueError(f"times[2] (W) must lie strictly between 0 and B = {b:g} for "
                          f"{schedule!r}, which runs I = B - W and W apart (got W={w:g})")
     return f, b, w
+
+
+def _torch_version() -> str:
+    """torch's version without importing it here (mode.py stays light): its package metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch").split("+")[0]
+    except PackageNotFoundError:
+        return "not installed"
