@@ -152,3 +152,45 @@ def test_zb_h2_outside_its_conditions_is_not_claimed():
     """I > F: the unit-time order no longer fits; rank 0 waits more than the formula."""
     r = run("zb-h2", 4, 8, times=(0.5, 2.0 + 0.75, 0.75))
     assert r.rank_idle[0] > 3 * (0.5 + 2.0 - 1.5)
+
+
+def test_late_receives_wait_each_transfer_in_full():
+    """GPipe, p = 2, m = 2, F = B = 1, one transfer 1: sent at once, rank 1's second forward
+    starts at 3 and the step ends at 8; with receives posted late (PyTorch's GPipe on gloo)
+    each transfer starts when its receiver asks: rank 1's F1 waits [3, 4], rank 0's backwards
+    wait [6, 7] and [8, 9]: the step ends at 10. On free links the two are the same."""
+    from pslab.pipeline.clock import execute
+    from pslab.pipeline.schedules import orders, rank_of
+
+    lists, where = orders("gpipe", 2, 2, 1), rank_of("gpipe", 2, 1)
+    seconds = {(k, kind): 1.0 for k in range(2) for kind in "FB"}
+    ends = {}
+    for late in (False, True):
+        ops, moved = execute(lists, where, seconds, 1.0, {}, 0.0, late=late)
+        ends[late] = max(o.end for o in ops)
+        assert len(moved) == 4
+        free, _ = execute(lists, where, seconds, 0.0, {}, 0.0, late=late)
+        assert max(o.end for o in free) == 6.0
+    assert ends == {False: 8.0, True: 10.0}
+    late_ops = {(o.rank, o.kind, o.micro): (o.start, o.end) for o in
+                execute(lists, where, seconds, 1.0, {}, 0.0, late=True)[0]}
+    assert late_ops[(1, "F", 1)] == (4.0, 5.0) and late_ops[(0, "B", 0)] == (7.0, 8.0)
+    assert late_ops[(0, "B", 1)] == (9.0, 10.0)
+
+
+@pytest.mark.parametrize("schedule,p,m,v", [("gpipe", 4, 8, 1), ("1f1b", 4, 8, 1),
+                                            ("zb-h1", 3, 6, 1), ("interleaved-1f1b", 2, 4, 2)])
+def test_late_receives_never_shorten_a_step_and_keep_each_ranks_order(schedule, p, m, v):
+    import pslab
+    from pslab.pipeline.simulated import simulate_pipeline
+    from pslab.settings import Settings
+
+    cluster = pslab.Cluster(latency=0.003, bandwidth=2e5, update_time=0.0)
+    mode = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v,
+                          times=(0.02, 0.04, 0.02))
+    runs = [simulate_pipeline(Settings(mode=mode, steps=1, numerics=False, cluster=cluster),
+                              late=late) for late in (False, True)]
+    assert runs[1].step_time > runs[0].step_time
+    for rank in range(p):
+        order = [[(o.stage, o.kind, o.micro) for o in run.ops if o.rank == rank] for run in runs]
+        assert order[0] == order[1]

@@ -8,6 +8,12 @@ between ranks; each directed link is an engine.Resource serving one transfer at 
 are full duplex: the two directions do not share), a transfer taking the Cluster's latency +
 bytes / bandwidth. Sends do not stop the sender's compute (PyTorch's isend). Two stages on
 the same rank (the tip of ZB-V's V) hand over in memory, at no cost.
+
+By default a message moves as soon as it is sent (the papers' figures). With `late`, it moves
+only once the receiving rank has reached the action that needs it: how PyTorch's single-stage
+schedule classes (GPipe, 1F1B) run on gloo, which posts a receive just before its action and
+sends a message only once its receive is posted, so each such transfer is waited for in full
+instead of overlapping the receiver's compute (measured across hosts: bench/pipeline_speed.py).
 """
 from __future__ import annotations
 
@@ -45,13 +51,14 @@ class Deadlock(RuntimeError):
 
 def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int, str], float],
             link_time: float, links: dict[tuple[int, int], Resource], start: float,
-            on_action: Callable[[Action], None] | None = None
+            on_action: Callable[[Action], None] | None = None, late: bool = False
             ) -> tuple[list[Op], list[Transfer]]:
     """Run one step's lists from time `start`; returns the ops and the transfers, each rank's
     ops in its list's order. seconds[(stage, kind)]: an action's duration; link_time: one
     transfer's seconds (0: free links); links: the directed links' resources, (src, dst) ->
     Resource, made on first use and kept across steps. on_action(action) runs each action's
-    arithmetic, in an order where every input exists (the order they are timed in)."""
+    arithmetic, in an order where every input exists (the order they are timed in). late: a
+    transfer starts no earlier than its receiver reaching the action that needs it."""
     last = len(where) - 1
     arrive_f: dict[tuple[int, int], float] = {}  # (stage, micro) -> its input is there
     arrive_b: dict[tuple[int, int], float] = {}  # (stage, micro) -> its output's gradient
@@ -63,14 +70,22 @@ def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int
     free = [start] * len(lists)
     left = sum(map(len, lists))
 
-    def send(src: int, stage: int, micro: int, now: float, what: str) -> float:
+    posted: dict[tuple[str, int, int], tuple[int, int, str]] = {}  # late: sent, not moved
+
+    def send(src: int, stage: int, micro: int, now: float, what: str,
+             key: tuple[str, int, int]) -> float:
         dst = where[stage]
         if dst == src or not link_time:
             return now
-        key = (src, dst)
-        link = links.get(key)
+        if late:  # moved when the receiver asks for it (`move`)
+            posted[key] = (src, dst, what)
+            return now
+        return move(src, dst, what, micro, now)
+
+    def move(src: int, dst: int, what: str, micro: int, now: float) -> float:
+        link = links.get((src, dst))
         if link is None:
-            link = links[key] = Resource()
+            link = links[(src, dst)] = Resource()
         a, b = link.book(now, link_time)
         transfers.append(Transfer(src, dst, what, micro, a, b))
         return b
@@ -101,6 +116,9 @@ def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int
             if dep is None:
                 waiting[key] = r
                 break
+            if key in posted:  # late: sent at `dep`, asked for now (`t`)
+                src, dst, what = posted.pop(key)
+                dep = move(src, dst, what, mb, t if t > dep else dep)
             begin = t if t > dep else dep
             t = begin + seconds[(k, kind)]
             ops.append(Op(r, k, kind, mb, begin, t))
@@ -109,12 +127,14 @@ def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int
             if kind == "F":
                 arrived(("E", k, mb), t, f_end)
                 if k < last:
-                    arrived(("F", k + 1, mb), send(r, k + 1, mb, t, "activation"), arrive_f)
+                    arrived(("F", k + 1, mb), send(r, k + 1, mb, t, "activation",
+                                                   ("F", k + 1, mb)), arrive_f)
             elif kind != "W":
                 if kind == "I":
                     arrived(("I", k, mb), t, i_end)
                 if k:
-                    arrived(("B", k - 1, mb), send(r, k - 1, mb, t, "gradient"), arrive_b)
+                    arrived(("B", k - 1, mb), send(r, k - 1, mb, t, "gradient",
+                                                   ("B", k - 1, mb)), arrive_b)
             i += 1
             left -= 1
         ptr[r], free[r] = i, t
