@@ -73,6 +73,7 @@ def test_replicas_draw_the_flush_all_reduce_and_say_its_cost():
     assert len(column(panel["rects"]["x0"])) == 2 + len([o for o in run.ops if o.rank < 2]) + 4
     assert panel["xlim"][1] == max(s.end for s in ring) > run.span
     assert "each stage's 2 copies all-reduce its gradient" in d.why.value.replace("&#x27;", "'")
+    assert "of the step" in d.why.value
     assert "d·m = 8 micro-batches" in d.why.value
     alone = PipelineDashboard(settle_delay=None, stages=2, microbatches=4, bandwidth=1e3).run
     assert run.step_time > alone.step_time  # the ring at the flush lengthens the step

@@ -145,7 +145,7 @@ def timeline_panel(run: PipelineRun) -> tuple[list[dict], list[dict]]:
                                             str(i) for i in range(run.pipeline.microbatches)])))
     used = [k for k in KINDS if k in set(kinds.tolist())]
     legend = [{"colour": PIPELINE[k], "label": NAMES[k]} for k in used]
-    legend += [{"colour": palette[k], "label": f"all-reduce: {k}"} for k in RING if ring]
+    legend += [{"colour": palette[k], "label": k} for k in RING if ring]  # the all-reduce
     return [panel], legend + [{"colour": BUBBLE, "label": "bubble"}]
 
 
@@ -175,10 +175,10 @@ def same_losses(now: PipelineRun, before: PipelineRun) -> str | None:
     if len(a) != len(b) or any(abs(x - y) > 1e-6 * max(1.0, abs(y)) for x, y in zip(a, b)):
         return None
     stretch = ("" if now.step_time == before.step_time else
-               f"; only the time axis stretches (a step {now.step_time:.3g} s now, "
+               f"; only time stretches (a step {now.step_time:.3g} s, "
                f"{before.step_time:.3g} s before)")
-    return (f"Same loss at every step as before (the pale curve under this one): a schedule "
-            f"reorders work, it does not change the gradient{stretch}.")
+    return (f"Same loss at every step as before (pale): a schedule reorders work, it does not "
+            f"change the gradient{stretch}.")
 
 
 def replicas_line(run: PipelineRun) -> str:
@@ -189,10 +189,9 @@ def replicas_line(run: PipelineRun) -> str:
     for s in ring:
         ends[s.worker] = ends.get(s.worker, 0.0) + s.duration
     longest = max(ends.values(), default=0.0)
-    return (f"d = {d}: each row stands for its {d} copies. At the flush each stage's {d} copies "
-            f"all-reduce its gradient (lilac, then teal: {longest:.3g} s, "
-            f"{longest / run.step_time:.1%} of the step), so a step learns from d·m = {d * m} "
-            f"micro-batches: per step the loss falls as with a {d}× batch.")
+    return (f"d = {d}: a row is {d} copies; at the flush each stage's {d} copies all-reduce its "
+            f"gradient (lilac, teal: {longest:.3g} s, {longest / run.step_time:.1%} of the "
+            f"step); a step learns from d·m = {d * m} micro-batches.")
 
 
 class PipelineDashboard(DashboardBase):
@@ -296,8 +295,11 @@ class PipelineDashboard(DashboardBase):
         run = self.shown
         if run is None:
             return "no run yet"
-        return (f"{run.mode} on {run.workers} workers: step {run.step_time:.3g} s; bubble {run.bubble_share:.1%} of the "
-                f"ranks' time (GPipe), {run.bubble_ratio:.1%} of the ideal time (Megatron)")
+        p, d = run.pipeline.stages, run.pipeline.replicas
+        who = f"{p} workers" + (f" a replica × {d} replicas" if d > 1 else "")
+        return (f"{run.mode} on {who}: step {run.step_time:.3g} s; bubble "
+                f"{run.bubble_share:.1%} of the ranks' time (GPipe), {run.bubble_ratio:.1%} of "
+                f"the ideal time (Megatron)")
 
     def plain(self) -> str:
         return "pslab pipeline dashboard: " + self.describe()
