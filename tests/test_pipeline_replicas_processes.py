@@ -81,17 +81,19 @@ def test_more_processes_than_allowed_are_refused_by_name(private_tmp, nothing_le
 SCRIPT = """
 import pslab
 mode = pslab.Pipeline(stages=2, microbatches=2, schedule="1f1b", replicas=2)
+pslab.train(mode=mode, backend="processes", steps=1, batch=8, hidden=16, timeout=30)  # warm
 print("training", flush=True)
 pslab.train(mode=mode, backend="processes", steps=100000, batch=8, hidden=16, timeout=30)
 """
 
 
 def test_sigterm_ends_the_caller_and_leaves_nothing(tmp_path):
-    """SIGTERM at seeded moments (while the processes start, and mid-run): the caller ends by
-    the signal, and no process of its run (found by a mark in their environment) nor any
-    folder in its temporary folder is left (torch's own compile cache aside)."""
+    """SIGTERM at seeded moments (while the run's processes start, and mid-run; the
+    forkserver warm from a first run): the caller ends by the signal, and no process of its
+    run (found by a mark in their environment) nor any folder in its temporary folder is left
+    (torch's own compile cache aside)."""
     rng = random.Random(30)
-    for delay in [rng.uniform(0.5, 3.0), rng.uniform(6.0, 12.0)]:
+    for delay in [rng.uniform(0.0, 1.0), rng.uniform(3.0, 8.0)]:
         mark = uuid.uuid4().hex
         env = dict(os.environ, TMPDIR=str(tmp_path), PSLAB_TEST_MARK=mark)
         script = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, text=True,
