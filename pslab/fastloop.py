@@ -76,7 +76,9 @@ class _Tables:
         self.pushes = pushes if self.log_updates else [
             [(shard, cost, after) for (shard, cost, _), (_, after) in zip(route, self.updates)]
             for route in pushes]
-        self.aggregate = sim.server.aggregate
+        pad = (0.0,) * self.shards if self.log_updates else ()  # an event's update columns
+        self.loop = (self.jobs, self.pushes, self.updates, ~self.workers, pad,
+                     sim.server.aggregate)  # what the loop reads of these, at once
         self.rows = Rows(sim, "logged" if self.log_updates else "booked")
 
 
@@ -114,13 +116,11 @@ def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fet
     Everything the loop reads is a local variable; `moment` gets what it changes."""
     (times, at, tied), (now, seq, gathered, version, count) = hot, moment
     (start_event, computed_event), heap = fns, sim.clock.queue
-    steps, k, durations, aggregate = sim.steps, sim.accumulate, sim.durations, tables.aggregate
+    steps, k, durations, limit = (sim.steps, sim.accumulate, sim.durations,
+                                  math.inf if until is None else until)
     # nan: the very object the actors' records hold, so that records compare equal
     staleness, history, progress, nan = sim.push_staleness, sim.history, sim.progress, math.nan
-    jobs, pushes, update_jobs = tables.jobs, tables.pushes, tables.updates
-    buffered = ~tables.workers
-    pad = (0.0,) * tables.shards if tables.log_updates else ()  # an event's update columns
-    limit = math.inf if until is None else until
+    jobs, pushes, update_jobs, buffered, pad, aggregate = tables.loop
     try:
         while True:
             if heap and (not times or heap[0][:2] < at[times[0]][:2]):
@@ -140,8 +140,7 @@ def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fet
             else:  # Simulation.computed: push to every shard, the server's update
                 lag = version - fetched[rank]  # staleness: the same on every shard
                 staleness.append(lag)
-                if lag > gathered:
-                    gathered = lag
+                gathered = lag if lag > gathered else gathered
                 count += 1  # ParameterServer.push, timing only: a count per shard, all alike
                 if count < aggregate:  # buffered: the update waits for more pushes
                     t = _book(pushes[rank], now, log, (buffered - rank, step, now), pad)
