@@ -85,7 +85,8 @@ def test_settings_take_a_pipeline_and_check_it_in_one_place():
     (dict(kill={5: 1}), "kill"), (dict(hang={0: 99}), "hang"), (dict(steps=10**5 + 1), "steps"),
     (dict(numerics=False), "numerics"), (dict(timeout=-1.0), "timeout"),
     (dict(mode=pslab.Pipeline(stages=17, microbatches=17)), "stages"),
-    (dict(mode=pslab.Pipeline(stages=2, microbatches=4, schedule="zb-h2")), r"schedule 'zb-h2' runs on the virtual clock only: torch.distributed.pipelining "
+    (dict(mode=pslab.Pipeline(stages=2, microbatches=4, schedule="zb-h2")),
+     r"schedule 'zb-h2' runs on the virtual clock only: torch.distributed.pipelining "
      r"\(torch [0-9.]+\) has no such schedule class"),
 ])
 def test_a_pipeline_on_processes_is_refused_by_name_before_any_process(kwargs, named):

@@ -9,9 +9,11 @@ SGD steps: the simulation's weights to float round-off. With d replicas (worker 
 replica j's rank r; replica j feeds micro-batches j·m … j·m + m − 1 of the step's d·m, as on the
 clock), each replica's pipeline is a gloo group of its own, and after the schedule each stage's
 d copies all-reduce their gradients (one flat tensor, gloo's sum) and divide by d: the mean
-over the d·m micro-batches, the clock's weights to round-off (the sums are grouped otherwise). Each action is timed around the
-stage's own forward_one_chunk / backward_one_chunk / backward_weight_one_chunk, on the
-processes' shared monotonic clock: the measured timeline, drawn beside the simulated one.
+over the d·m micro-batches, the clock's weights to round-off (the sums are grouped otherwise).
+Each action is timed around the stage's own forward_one_chunk / backward_one_chunk /
+backward_weight_one_chunk, and each blocking wait on sends and receives between them (send,
+recv spans), on the processes' shared monotonic clock: the measured timeline, drawn beside
+the simulated one.
 Starting, watching and cleaning up (a dead or silent rank named in a ProcessFailure, nothing
 left behind) is pslab/processes/group.py, as for FSDP2.
 """
@@ -92,7 +94,8 @@ def train_processes(config: Settings, hosts: Sequence[str] | None = None,
                 config.hidden, slept)
     with group(_rank, settings, pipe.stages * pipe.replicas, pipe.name, options.timeout,
                partial=lambda done: _assemble(done, config, pipe, complete=False),
-               kill=options.kill, hang=options.hang, hosts=None if hosts is None else list(hosts)) as done:
+               kill=options.kill, hang=options.hang,
+               hosts=None if hosts is None else list(hosts)) as done:
         return _assemble(done, config, pipe, complete=True)
 
 
@@ -306,7 +309,8 @@ def _timed_waits(schedules, spans: list, step_now: list) -> None:
     on them (`_wait_batch_p2p`): each block is timed as a span, "recv" where the batch holds a
     receive, else "send" (micro-batch None). gloo moves a message only once its receiver has
     posted the receive, so a receive posted late waits a whole transfer however early the
-    send was posted: the measured timeline shows it (docs/pipeline.md)."""
+    send was posted: the measured timeline shows it (notebook 08, "Across hosts";
+    bench/pipeline_speed.receive_waits)."""
     post, wait = schedules._batch_p2p, schedules._wait_batch_p2p
     receive = getattr(__import__("torch.distributed", fromlist=["irecv"]), "irecv")
 
