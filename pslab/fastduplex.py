@@ -77,8 +77,7 @@ class _Tables:
         # per worker, its fetches: (the shard's fetch line, seconds, the shard's own line)
         self.fetches = [[(line, seconds, sim.updates[s][1]) for s, line, seconds in route]
                         for route in sim.routes["fetch"]]
-        self.pushes = [[(line, seconds) for _, line, seconds in route]
-                       for route in sim.routes["push"]]
+        self.pushes = sim.routes["push"]  # per worker, its pushes: (shard, line, seconds)
         self.lines = [line for _, line, _ in sim.updates]  # each shard's own line: its updates
         self.seconds = [seconds for _, _, seconds in sim.updates]
         self.rows = Rows(sim, "apart")  # the shards book the updates as pushes arrive
@@ -177,7 +176,7 @@ def _push(route: list, now: float, log: list, seq: int, rank: int, step: int,
     and put its arrival in the shard's FIFO (the clock's event `seq` onwards). Returns when
     the last one ends."""
     end, first = now, seq - URGENT  # urgent: before the ordinary events of its moment
-    for s, (line, seconds) in enumerate(route):
+    for s, line, seconds in route:  # in shard order (_exact)
         a = line.free_at if line.free_at > now else now
         b = line.free_at = a + seconds
         log.append(a)
