@@ -77,13 +77,24 @@ class Shard:
 
     # --- one worker's conversation ------------------------------------------------------
     def serve(self, w: int) -> None:
+        """Worker w's messages, each answered. The receive of its next message is posted
+        before this one is answered (two buffers, in turn): gloo sends only into a posted
+        receive, whose notice travels to the sender the other way, behind whatever is queued
+        there: posted after the answer, it would wait behind the answers to every other
+        worker of a round (sync, Backup), and hold the worker's push until they are out."""
         rank = self.job.num_shards + w
-        buf = message(self.keys)
+        bufs = [message(self.keys), message(self.keys)]
+        turn, posted = 0, None
         try:
+            posted = dist.irecv(bufs[turn], src=rank)
             while True:
-                dist.recv(buf, src=rank)
+                posted.wait()
                 arrived = self.now()
+                buf = bufs[turn]
                 kind, step, version, sent = header(buf)
+                if kind != LAST:  # the worker's next message: its push (or its last)
+                    turn = 1 - turn
+                    posted = dist.irecv(bufs[turn], src=rank)
                 if kind == PULL:
                     self.reply(w, rank, step, buf)
                     continue
@@ -96,6 +107,9 @@ class Shard:
         except RuntimeError as e:  # gloo: the worker died, or stayed silent past the timeout
             self.lose(w, e)
         finally:
+            # the receive goes before `finished` counts this thread: the group may be destroyed
+            # from then on, and a gloo Work outliving it aborts the process at exit
+            del posted
             with self.state:
                 self.finished += 1
                 self.state.notify_all()
