@@ -464,6 +464,10 @@ def _most_rows_all_named(driver, dash_css: str, img, name: str) -> None:
     readout = driver.execute_script(f"return document.querySelector('{dash_css} .pslab-workers"
                                     " .widget-readout').textContent.trim();")
     assert readout == "16", f"{name}: the workers slider at {readout}"
+    # "ready" comes from the kernel; the canvas draws the 16 rows on its next animation frame:
+    # read the names of that frame, not of the one before (it had 6 rows in one column)
+    _wait(driver, "return +arguments[0].dataset.rows >= 16;", (img,), timeout=20,
+          what=f"{name}: the timeline drawn with the 16 workers' rows")
     every, columns = img.get_attribute("data-every"), img.get_attribute("data-columns")
     assert every == "1", f"{name}: at 16 workers 1 row in {every} named"
     assert int(columns) >= 2, f"{name}: 16 workers' names in {columns} column(s)"

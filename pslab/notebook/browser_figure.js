@@ -267,6 +267,7 @@ function render({ model, el }) {
     if (p.yticks) {  // what the tests read: every row named, or the note that says which
       canvas.dataset.every = String(every);
       canvas.dataset.note = notes.join("; ");
+      canvas.dataset.rows = String(yticks.length);  // which frame: how many rows it drew
     }
     if (L.ylabel) {
       const x = box.left - L.left + font * 0.8;  // the panel's own left edge
