@@ -169,8 +169,9 @@ def _assemble(done: Finished, config: Settings, pipe: Pipeline,
                       None, k) for k in range(last + 1) if k in done.scores]
     order = list(shapes(64, config.hidden, 10, pipe.layers))
     return PipelineRun(settings=config, timeline=spans, history=history,
-                       weights={k: weights[k] for k in order}, makespan=spans[-1].end
-                       if spans else 0.0, complete=complete, pipeline=pipe, ops=ops,
+                       weights={k: weights[k] for k in order},  # the latest END, not the
+                       makespan=max((s.end for s in spans), default=0.0),  # latest start's
+                       complete=complete, pipeline=pipe, ops=ops,
                        step_time=max(o.end for o in ops),
                        activation_bytes=activation_bytes(pipe, config.batch, config.hidden),
                        param_bytes=param_bytes(pipe, shapes(64, config.hidden, 10, pipe.layers)))
