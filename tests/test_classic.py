@@ -88,3 +88,19 @@ def test_a_result_prints_its_table_and_plots_its_sweep():
     fig = pslab.plot.plot_result(r)
     assert len(fig.axes[0].lines) == 2
     assert pslab.plot.plot_result(classic.d2l_transfers()).axes[0].patches  # named cases: bars
+
+
+def test_notebook_05s_backup_knob_stops_gaining_where_the_fetches_queue():
+    """What notebook 05 says under its b knob: at 0.1 s a message, b = 3 and b = 4 give the
+    same time per update to 0.01 s (the shard sends the weights to one worker after another,
+    so the 8th starts 0.7 s after the 1st); at 0.01 s a message b = 4 still gains."""
+    from pslab.classic.papers import step_time
+    from pslab.notebook.classic_explore import backup_run
+
+    def per_update(b, latency):
+        return round(step_time(backup_run(b, latency=latency)), 2)
+
+    assert per_update(3, 0.1) == per_update(4, 0.1) == 1.71
+    starts = sorted(s.start for s in backup_run(4).timeline if s.kind == "compute" and s.step == 0)
+    assert starts[-1] - starts[0] == pytest.approx(0.7, abs=0.02)
+    assert (per_update(3, 0.01), per_update(4, 0.01)) == (1.38, 1.28)

@@ -231,6 +231,24 @@ def test_notebook_figure_fits_one_screen_at_1024x768(cell, namespace):
     assert shown_height(fig) <= FIGURE_PX, f"{shown_height(fig):.0f} px > {FIGURE_PX} px"
 
 
+def test_seed_pictures_fit_one_screen_in_a_markdown_cell():
+    """Each picture notebooks 01-04 embed (notebooks/img, one per page of a seed) is at most
+    one screen high where a markdown cell shows it (MARKDOWN_PX wide at most): figure 000's
+    two panels are two pictures (together they were 840 px)."""
+    from PIL import Image
+
+    from legible import MARKDOWN_PX
+    from pslab.drawing.seeds import NOTEBOOK_IMG
+
+    seeds = sorted(NOTEBOOK_IMG.glob("00[0-9]_*.png"))
+    assert len(seeds) >= 5
+    with_heights = {}
+    for png in seeds:
+        with Image.open(png) as im:
+            with_heights[png.name] = round(im.height * min(MARKDOWN_PX, im.width) / im.width)
+    assert all(h <= FIGURE_PX for h in with_heights.values()), with_heights
+
+
 @pytest.mark.parametrize("draw", [lambda: explore.delay_timeline(16),
                                   lambda: explore.backup_timeline(4),
                                   lambda: explore.lr_rule("fixed lr", 0.5)],

@@ -6,6 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import pslab
@@ -46,6 +47,27 @@ def test_hierarchy_labels_come_from_the_run(result):
     assert sum("Child" in t for t in texts) == 6
     with pytest.raises(ValueError, match="pslab.nas.Search"):
         flows("not a search")
+
+
+def test_no_two_labels_of_the_diagram_overlap_at_any_size():
+    """Seeded random tiers (S 1-20, K 1-20, m 1-8): every text box of the diagram (boxes' text,
+    flow labels, dots, headings) is clear of every other one, as drawn in a cell; K >= 4 used to
+    put a replica's pull label over the next one's push label."""
+    rng = np.random.default_rng(29)
+    cases = [(2, 3, 2), (1, 4, 4), (8, 8, 8)] + [tuple(int(x) for x in (
+        rng.integers(1, 21), rng.integers(1, 21), rng.integers(1, 9))) for _ in range(5)]
+    for servers, controllers, children in cases:
+        found = pslab.nas.search(servers=servers, controllers=controllers, children=children,
+                                 rounds=2, numerics=False)
+        fig = plot_hierarchy(found)
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.draw(renderer)
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.axes[0].texts]
+        clash = [(a, b) for i, (a, ba) in enumerate(boxes) for b, bb in boxes[i + 1:]
+                 if ba.overlaps(bb)]
+        assert not clash, (servers, controllers, children, clash[:3])
+        width = fig.get_figwidth() * fig.dpi
+        assert all(0 <= bb.x0 and bb.x1 <= width for _, bb in boxes), (servers, controllers)
 
 
 def test_the_timeline_has_a_row_per_shard_replica_and_child(result):

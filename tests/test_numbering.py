@@ -24,7 +24,7 @@ def test_a_straggler_set_by_rank_is_drawn_on_that_rank_s_row():
     assert slow == 2
     rows = plot.plot_timeline(run).pslab_plots[0].rows
     assert rows[:3] == ["G0", "G1", "G2"] and rows[slow] == "G2"
-    assert rows[3:] == ["S0 {$W_o$, $b_o$}", "S1 {$W_h$, $b_h$}"]
+    assert rows[3:] == ["S0: $W_o$, $b_o$", "S1: $W_h$, $b_h$"]
     every, _ = replay.figure001()
     assert plot.plot_timeline(every, palette="accumulation").pslab_plots[0].rows == [
         "GPU0", "GPU1", "GPU2", "GPU3"]

@@ -70,7 +70,7 @@ def test_timeline_bars_are_the_spans_of_the_run(fig000, which):
     # every kind the run has is drawn (the replay has them all), and nothing else is
     assert sum(len(plot.bars(k)) for k in pslab.KINDS) == sum(
         1 for s in run.timeline if s.end > s.start)
-    assert plot.rows == ["G0", "G1", "G2", "S0 {$W_o$, $b_o$}", "S1 {$W_h$, $b_h$}"]
+    assert plot.rows == ["G0", "G1", "G2", "S0: $W_o$, $b_o$", "S1: $W_h$, $b_h$"]
 
 
 @pytest.mark.parametrize("name", ["ps", "accumulation"])
@@ -103,7 +103,7 @@ def test_column_mode_draws_the_sync_across_all_gpus(fig001):
     same_boxes(plot.bars("update"), expected_boxes(every, "update", column=True, height=1.0))
     same_boxes(plot.bars("update"), [(4.0, 5.0, -0.5, 3.5), (9.0, 10.0, -0.5, 3.5)])
     # the title splits the idle time as the figure draws it: white waits + the sync column
-    assert "idle 5.30 s + 8.00 s in sync (33.2%)" in plot.title.get_text()
+    assert "idle 5.30 GPU-seconds + 8.00 in sync (33.2%)" in plot.title.get_text()
     texts = [t.get_text() for t in plot.texts if t.get_visible()]
     assert texts.count("sync") == 2 and "2.8" in texts and "3.7" in texts
 

@@ -96,7 +96,7 @@ def plot_dataflow(run: Run, ax: Axes | None = None) -> Figure:
     for s, (names, nbytes) in enumerate(zip(run.shards, run.shard_bytes)):
         y = top - 0.75 - s * (top - bottom - 0.6) / max(len(run.shards), 1)
         inside = ", ".join(f"${p}$" for p in names)
-        ax.text((ps_left + ps_right) / 2, y, f"shard {s}: {{{inside}}}\n{fmt_bytes(nbytes)}",
+        ax.text((ps_left + ps_right) / 2, y, f"shard {s}: {inside}\n{fmt_bytes(nbytes)}",
                 ha="center", va="top", fontsize=LESSON_PT,
                 bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="0.3"))
     for f, y in zip(found, ys):

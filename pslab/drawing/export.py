@@ -26,7 +26,7 @@ CHAR_CM = 0.13  # width of one \tiny character (generous), to decide which block
 def _shard_label(run: Run, s: int) -> str:
     names = ", ".join(f"${n}$" for n in run.shards[s]) if s < len(run.shards) else ""
     head = "server" if len(run.shard_bytes) == 1 else f"S{s}"
-    return f"{head} \\{{{names}\\}}"
+    return f"{head}: {names}"
 
 
 def _title(run: Run, label: str | None, column: bool) -> str:

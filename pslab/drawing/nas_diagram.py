@@ -64,6 +64,18 @@ def shown(n: int, most: int = 3) -> list[int | None]:
     return list(range(n)) if n <= most else [0, 1, None, n - 1]
 
 
+DOTS = 0.4  # the width of a "···" column, in columns of boxes
+
+
+def columns(items: list[int | None], left: float, right: float) -> tuple[list[float], float]:
+    """The centres of `items` spread over [left, right], a dots column (None) DOTS as wide as
+    a box's; and the width of a box's column."""
+    widths = [DOTS if i is None else 1.0 for i in items]
+    unit = (right - left) / sum(widths)
+    edges = np.cumsum([0.0, *widths]) * unit + left
+    return [float(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])], unit
+
+
 def _box(ax: Axes, x: float, y: float, w: float, h: float, role: str, text: str) -> None:
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
                                 boxstyle="round,pad=0.02,rounding_size=0.08",
@@ -81,23 +93,25 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
     ax.set_ylim(-0.2, 6.9)
     y_srv, y_ctl, y_kid = 5.7, 3.3, 0.6
     servers = shown(result.servers, 4)
-    xs = np.linspace(3.0, 10.0, len(servers))
+    xs, _ = columns(servers, 1.9, 11.1)
     for s, x in zip(servers, xs):
         if s is None:
             ax.text(x, y_srv, "···", ha="center", va="center", fontsize=16)
         else:
             _box(ax, x, y_srv, 2.2, 0.8, "server",
                  f"Server {s}\n{_plural(result.layout.keys(s), 'key')} of Θ")
-    ax.add_patch(FancyBboxPatch((2.0, y_srv - 0.55), 9.0, 1.1, boxstyle="round,pad=0.02",
+    ax.add_patch(FancyBboxPatch((1.6, y_srv - 0.55), 9.8, 1.1, boxstyle="round,pad=0.02",
                                 fill=False, linestyle="--", edgecolor="0.4"))
     mode = "async" if result.settings.mode == "async" else "sync rounds"
     # over the servers' box, not beside it: the diagram keeps a cell's width
     ax.text(6.5, y_srv + 0.62, f"S = {result.servers} shards hold Θ ({result.layout.size} keys): "
             f"{len(result.history)} updates ({mode})", ha="center", va="bottom", fontsize=SMALL)
-    ctl = shown(result.controllers)
-    pitch = 13 / len(ctl)
-    for i, k in enumerate(ctl):
-        cx = pitch * (i + 0.5)
+    # the first, dots and the last replica when more than three: each keeps the room its
+    # flow labels need on either side of its arrows (as the seed draws K - 1 after the dots)
+    ctl = list(range(result.controllers)) if result.controllers <= 3 else \
+        [0, None, result.controllers - 1]
+    centres, pitch = columns(ctl, 0.0, 13.0)
+    for cx, k in zip(centres, ctl):
         if k is None:
             ax.text(cx, y_ctl, "···", ha="center", va="center", fontsize=16)
             continue
@@ -105,7 +119,7 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
         _box(ax, cx, y_ctl, 2.3, 0.8, "controller", f"Controller {k}\n{f.pushes} gradients")
         # where its arrows meet the servers' box: straight above it where the box reaches
         # (its flow labels then sit clear of the arrows on either side)
-        dock = float(np.clip(cx, 2.3, 10.7))
+        dock = float(np.clip(cx, 1.9, 11.1))
         _arrow(ax, (dock + 0.15, y_srv - 0.57), (cx + 0.15, y_ctl + 0.42), ROLES["weight"],
                dashed=True)
         _arrow(ax, (cx - 0.15, y_ctl + 0.42), (dock - 0.15, y_srv - 0.57), ROLES["gradient"])
@@ -122,10 +136,11 @@ def plot_hierarchy(result: Search, ax: Axes | None = None) -> Figure:
 
 def _children(ax: Axes, result: Search, f: Flow, cx: float, pitch: float, y_ctl: float,
               y_kid: float) -> None:
-    kids = shown(result.children)
-    width = min(1.25, 0.85 * pitch / len(kids))
-    for i, j in enumerate(kids):
-        x = cx + (i + 0.5 - len(kids) / 2) * pitch * 0.92 / len(kids)
+    kids = list(range(result.children)) if result.children <= 3 else \
+        [0, None, result.children - 1]
+    xs, unit = columns(kids, cx - pitch * 0.46, cx + pitch * 0.46)
+    width = min(1.25, 0.85 * unit)
+    for i, (x, j) in enumerate(zip(xs, kids)):
         if j is None:
             ax.text(x, y_kid, "···", ha="center", va="center", fontsize=14)
             continue
@@ -150,7 +165,7 @@ def _title(result: Search) -> str:
     head = (f"Figure 003: S = {result.servers} servers, K = {result.controllers} controller "
             f"replicas, m = {result.children} children each, {result.rounds} rounds")
     if not result.settings.numerics:
-        return head + f" (timing only): makespan {result.makespan:.0f} s"
+        return head + f"\ntiming only: makespan {result.makespan:.0f} s"
     best = result.best[0]
     return (head + f"\n{len(result.samples)} children trained, mean R {result.curve[0]:.0%} "
             f"(round 0) → {result.curve[-1]:.0%} (round {result.rounds - 1})\nbest child {best}")

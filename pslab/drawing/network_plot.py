@@ -7,10 +7,12 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from ..processes.comparison import MODE_NAMES
 from .sizes import CELL_IN, MIN_PT
 
 MARKERS = {"sync": "o", "async": "s", "ssp:1": "^", "backup:1": "v", "allreduce": "D",
            "zero3": "P"}
+
 
 
 def errors_plot(comparison: Any, ax=None):
@@ -28,13 +30,16 @@ def errors_plot(comparison: Any, ax=None):
         mine = [c for c in cases if c["mode"] == mode]
         if mine:
             ax.scatter([c["bandwidth"] * c["compute"] for c in mine],
-                       [100 * c["error"] for c in mine], marker=marker, label=mode, zorder=2)
+                       [100 * c["error"] for c in mine], marker=marker, label=MODE_NAMES.get(mode, mode),
+                       zorder=2)
     ax.axhline(0, color="0.4", lw=0.8)
     ax.set_xscale("log")
     ax.xaxis.set_minor_formatter(NullFormatter())  # decades only: minor labels collide
     ax.set_xlabel("bandwidth x compute\n(bits the link carries during one minibatch's compute)")
     ax.set_ylabel("error of the step time (%)\n(simulated / measured - 1)")
-    label = "\n".join(textwrap.wrap(comparison.label, 95))  # the long label within the cell
+    # the long label within the cell: the machine on one line, when and which file on the next
+    label = "\n".join(line for part in comparison.label.split("; ")
+                       for line in textwrap.wrap(part, 80))
     ax.set_title(f"measured across hosts vs simulated, {len(cases)} cases\n{label}",
                  fontsize=MIN_PT)
     ax.legend(fontsize=MIN_PT, ncol=2, loc="best")

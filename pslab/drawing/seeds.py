@@ -1,7 +1,9 @@
 """The hand-drawn seed figures (figures/00?_*.tex) as the PNGs the notebooks embed.
 
-Each seed is compiled with `compile_tex` (pdflatex) and rasterised with poppler's pdftoppm;
-map.png puts the four side by side for notebook 00. PNGs carry no dates, so re-rendering an
+Each seed is compiled with `compile_tex` (pdflatex) and rasterised with poppler's pdftoppm, one
+PNG a page: `<seed>.png`, then `<seed>_b.png`, ... (figure 000 draws its two panels on two pages,
+so that each fits one screen of a notebook). map.png puts the first pages side by side for
+notebook 00. PNGs carry no dates, so re-rendering an
 unchanged seed gives the same bytes. `python -m pslab figures --docs` calls `render_seeds`.
 """
 from __future__ import annotations
@@ -18,8 +20,8 @@ DPI = 220  # the 001 block widths a question asks about read at 100 % (~12 px di
 
 
 def seeds_renderable() -> bool:
-    """pdflatex and pdftoppm are there (make system installs both)."""
-    return tex_available(svg=False) and shutil.which("pdftoppm") is not None
+    """pdflatex, pdftoppm and pdfinfo are there (make system installs them)."""
+    return tex_available(svg=False) and all(shutil.which(t) for t in ("pdftoppm", "pdfinfo"))
 
 
 def render_seeds(out: Path = NOTEBOOK_IMG, dpi: int = DPI) -> list[Path]:
@@ -28,15 +30,31 @@ def render_seeds(out: Path = NOTEBOOK_IMG, dpi: int = DPI) -> list[Path]:
         raise RuntimeError("rendering the seed figures needs pdflatex and pdftoppm "
                            "(make system, or apt-get install texlive-pictures poppler-utils)")
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written, firsts = [], []
     with tempfile.TemporaryDirectory(prefix="pslab-img-") as tmp:
         for tex in sorted(FIGURES_DIR.glob("00[0-9]_*.tex")):
             pdf = compile_tex(tex, tmp, svg=False)["pdf"]
-            subprocess.run(["pdftoppm", "-png", "-r", str(dpi), "-singlefile", str(pdf),
-                            str(out / tex.stem)], check=True, timeout=120)
-            written.append(out / f"{tex.stem}.png")
-    written.append(make_map(written, out / "map.png"))
+            for page in range(1, pages(pdf) + 1):
+                name = tex.stem + ("" if page == 1 else "_" + "abcdefgh"[page - 1])
+                subprocess.run(["pdftoppm", "-png", "-r", str(dpi), "-f", str(page), "-l",
+                                str(page), "-singlefile", str(pdf), str(out / name)],
+                               check=True, timeout=120)
+                written.append(out / f"{name}.png")
+                if page == 1:
+                    firsts.append(written[-1])
+    written.append(make_map(firsts, out / "map.png"))
     return written
+
+
+def pages(pdf: Path) -> int:
+    """How many pages `pdf` has (poppler's pdfinfo), 1 to 8."""
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True, check=True,
+                          timeout=60).stdout
+    count = next((int(line.split()[-1]) for line in info.splitlines()
+                  if line.startswith("Pages:")), 1)
+    if not 1 <= count <= 8:
+        raise RuntimeError(f"{pdf.name}: {count} pages (a seed has 1 to 8)")
+    return count
 
 
 def make_map(pngs: list[Path], path: Path, width: int = 560) -> Path:

@@ -48,7 +48,7 @@ def shard_label(run: Run, s: int) -> str:
     if len(names) > 2:  # a key range across layers: its ends keep the row label short
         names = [names[0], "…", names[-1]]
     inside = ", ".join(n if n == "…" else f"${n}$" for n in names)  # W_o: W, subscript o
-    return f"server {{{inside}}}" if len(run.shards) == 1 else f"S{s} {{{inside}}}"
+    return f"{'server' if len(run.shards) == 1 else f'S{s}'}: {inside}"
 
 
 def legend_handles(palette: str = "ps", runs: Sequence[Run] = ()) -> list[Patch]:
@@ -83,30 +83,29 @@ def legend_label(kind: str, palette: str) -> str:
     return f"{kind} ({text})" if len(text) <= 2 else text  # "fetch (F)", "minibatch"
 
 
-def title_text(run: Run, label: str | None = None, column: bool = False,
-               unit: str = "s") -> str:
-    """'label' over 'makespan …, idle … (…%), … updates': the numbers the seeds are about.
-    column: split the idle time as figure 001 draws it, white waits + the gradient-sync column;
-    unit: of the idle times, summed over the workers ("GPU-seconds" where a dashboard's bold
-    numbers say so beside it)."""
+def title_text(run: Run, label: str | None = None, column: bool = False) -> str:
+    """'label' over 'makespan …, … updates, idle …': the numbers the seeds are about.
+    column: split the idle time as figure 001 draws it, white waits + the gradient-sync column."""
     diverged = " — DIVERGED (the loss blew up: see the loss curve)" if run.diverged else ""
-    return f"{label or run.mode}{diverged}\n{numbers_line(run, column, unit)}"
+    return f"{label or run.mode}{diverged}\n{numbers_line(run, column)}"
 
 
-def numbers_line(run: Run, column: bool = False, unit: str = "s") -> str:
-    """'makespan …, idle … (…%), … updates' (shared by plots and the TikZ export); `unit` of
-    the idle times (see `title_text`)."""
+def numbers_line(run: Run, column: bool = False) -> str:
+    """'makespan 14.73 s, 2 updates, idle 17.18 GPU-seconds (38.9%), 1.50 queued at
+    shards' (shared by plots, dashboards and the TikZ export). Idle time is summed over the
+    workers, so it is in GPU-seconds (it can exceed the makespan); the share is of every
+    worker's whole run."""
     plural = "" if run.updates == 1 else "s"
     idle_time = run.idle_time
     wait = run.sync_wait if column else 0.0  # each walks the timeline: read them once
     # the blue column is a gradient sync only in sync mode; elsewhere it is the server's updates
     during = "in sync" if run.mode == "sync" else "during server updates"
-    idle = (f"{idle_time - wait:.2f} {unit} + {wait:.2f} {unit} {during}" if wait > 0
-            else f"{idle_time:.2f} {unit}")
+    idle = (f"{idle_time - wait:.2f} GPU-seconds + {wait:.2f} {during}" if wait > 0
+            else f"{idle_time:.2f} GPU-seconds")
     queue = run.queue_time  # idle noted "queue": not waiting for workers (pslab.timeline.NOTES)
-    queued = f" of which {queue:.2f} {unit} queued at shards" if queue > 0 else ""
-    return (f"makespan {run.makespan:.2f} s, idle {idle} ({run.idle_fraction:.1%}){queued}, "
-            f"{run.updates} update{plural}")
+    queued = f", {queue:.2f} queued at shards" if queue > 0 else ""
+    return (f"makespan {run.makespan:.2f} s, {run.updates} update{plural}, "
+            f"idle {idle} ({run.idle_fraction:.1%}){queued}")
 
 
 class TimelinePlot:

@@ -40,11 +40,11 @@ SUBSCRIPTS = str.maketrans("oh0123456789", "ₒₕ₀₁₂₃₄₅₆₇₈₉
 
 def plain_row(label: str) -> str:
     """A shard row as plain text, 'S0: Wₒ … Wₕ': the tensors it holds after a colon, their
-    subscripts as subscripts (matplotlib's '$W_o$' maths and the set braces gone)."""
-    head, _, inside = label.partition(" {")
+    subscripts as subscripts (matplotlib's '$W_o$' maths gone)."""
+    head, _, inside = label.partition(": ")
     if not inside:
         return label
-    names = [n.strip().strip("$") for n in inside.rstrip("}").split(",")]
+    names = [n.strip().strip("$") for n in inside.split(",")]
     names = [n if "_" not in n else n.split("_")[0] + n.split("_")[1].translate(SUBSCRIPTS)
              for n in names]
     return f"{head}: " + (" ".join(names) if "…" in names else ", ".join(names))

@@ -46,11 +46,16 @@ def delay_timeline(tau: int = 0, workers: int = 4, steps: int = 12) -> Figure:
                           f"{waiting(run):.1%} of their time, makespan {run.makespan:.1f} s")
 
 
+def backup_run(b: int = 0, n: int = 4, steps: int = 8, latency: float = 0.1) -> Run:
+    """The knob's run: N of N + b workers on Chen et al.'s uneven cluster, each message
+    `latency` seconds (0.1: transfers wide enough to see the hatching)."""
+    return train(mode=Backup(b), workers=n + b, steps=steps, numerics=False, seed=0,
+                 cluster=Cluster(**{**STRAGGLERS, "latency": latency}))
+
+
 def backup_timeline(b: int = 0, n: int = 4, steps: int = 8) -> Figure:
     """N of N + b: the late pushes are dropped (hatched) and the rounds close sooner."""
-    slow_links = {**STRAGGLERS, "latency": 0.1}  # transfers wide enough to see the hatching
-    run = train(mode=Backup(b), workers=n + b, steps=steps, numerics=False, seed=0,
-                cluster=Cluster(**slow_links))
+    run = backup_run(b, n, steps)
     return _timeline(run, f"{n} of {n + b} workers: {step_time(run):.2f} s per update, "
                           f"{run.dropped} pushes dropped")
 

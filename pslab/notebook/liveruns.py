@@ -148,6 +148,6 @@ class LiveRuns:
         note = latency_note(run, self.settings.latency, self.settings.bandwidth)
         if note:  # said under the shares it explains
             side += "\n" + note
-        return {"timeline": title_text(run, None, column, "GPU-seconds"),
+        return {"timeline": title_text(run, None, column),
                 "training": curves_title(*self.curves()),
                 "staleness": side}

@@ -52,16 +52,29 @@ class Comparison:
                 f"{'the same' if s['ranking_same'] else 'different'} both ways" + (f" (goal: {s['goal']}: {met})" if "goal" in s else ""))
 
     def lines(self) -> list[str]:
-        out = [", ".join(f"{x['asked'] / 1e6:.1f} Mbit/s asked: {x['bandwidth'] * 8 / 1e6:.2f} "
-                         f"measured, latency {x['latency'] * 1e3:.2f} ms"
-                         for x in self.links if "asked" in x) or
-               [f"link: {self.link['bandwidth'] * 8 / 1e6:.2f} Mbit/s measured, latency "
-                f"{self.link['latency'] * 1e3:.2f} ms"]][0:1]
+        out = [self.links_line()]
         out.append(f"{'case':22} {'setting':44} {'measured':>9} {'simulated':>9} {'error':>7}")
         for c in self.cases:
-            out.append(f"{c['name']:22} {setting(c):44} {c['measured_step'] * 1e3:7.1f}ms "
+            out.append(f"{case_name(c):22} {setting(c):44} {c['measured_step'] * 1e3:7.1f}ms "
                        f"{c['simulated_step'] * 1e3:7.1f}ms {c['error']:+7.1%}")
         return out + [self.goal(), self.label]
+
+    def links_line(self) -> str:
+        """The calibrated links in one line: how much of the bandwidth asked each carried, and
+        their latency ('0 ms' where the fitted line met zero bytes at or below zero: the fit
+        keeps it at 0, see `pslab.processes.calibrate.fit`)."""
+        asked = [x for x in self.links if x.get("asked")]
+        if not asked:
+            return (f"link: {self.link['bandwidth'] * 8 / 1e6:.2f} Mbit/s measured, latency "
+                    f"{_ms(self.link['latency'])}")
+        shares = [x["bandwidth"] * 8 / x["asked"] for x in asked]
+        first = asked[0]
+        lat = sorted({_ms(x["latency"]) for x in asked})
+        zero = (" on each: a message took its bytes / bandwidth, no measurable time more"
+                if lat == ["0 ms"] else "")
+        return (f"{len(asked)} links calibrated: each carried {min(shares):.0%}-{max(shares):.0%}"
+                f" of the bandwidth asked (e.g. {first['asked'] / 1e6:.1f} Mbit/s asked, "
+                f"{first['bandwidth'] * 8 / 1e6:.2f} measured); latency {', '.join(lat)}{zero}")
 
     def __repr__(self) -> str:
         return "\n".join(self.lines())
@@ -70,13 +83,30 @@ class Comparison:
         head = "".join(f"<th>{h}</th>" for h in ("case", "setting", "measured per step",
                                                   "simulated per step", "error"))
         cells = "".join(
-            f"<tr><td style='text-align:left'>{html.escape(c['name'])}</td>"
+            f"<tr><td style='text-align:left'>{html.escape(case_name(c))}</td>"
             f"<td style='text-align:left'>{html.escape(setting(c))}</td>"
             f"<td>{c['measured_step'] * 1e3:.1f} ms</td><td>{c['simulated_step'] * 1e3:.1f} ms"
             f"</td><td><b>{c['error']:+.1%}</b></td></tr>" for c in self.cases)
         first, *rest = self.lines()[:1] + self.lines()[-2:]
         return (f"<p>{html.escape(first)}</p><table><tr>{head}</tr>{cells}</table>"
                 + "".join(f"<p style='font-size:90%'>{html.escape(x)}</p>" for x in rest))
+
+
+# the bench's mode names as the notebooks write the modes (pslab.SSP(1), pslab.ZeRO(3))
+MODE_NAMES = {"ssp:1": "SSP(1)", "backup:1": "Backup(1)", "allreduce": "all-reduce",
+              "zero3": "ZeRO(3)"}
+
+
+def case_name(case: dict[str, Any]) -> str:
+    """'#0 SSP(1)' for the bench's '#0 ssp:1'."""
+    head, _, mode = str(case["name"]).rpartition(" ")
+    return f"{head} {MODE_NAMES.get(mode, mode)}".strip()
+
+
+def _ms(seconds: float) -> str:
+    """Milliseconds as measured: '0 ms' only for an exact zero, '< 0.01 ms' below that."""
+    ms = float(seconds) * 1e3
+    return "0 ms" if ms == 0 else "< 0.01 ms" if ms < 0.01 else f"{ms:.2f} ms"
 
 
 def setting(case: dict[str, Any]) -> str:
