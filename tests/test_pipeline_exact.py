@@ -178,6 +178,27 @@ def test_late_receives_wait_each_transfer_in_full():
     assert late_ops[(0, "B", 1)] == (9.0, 10.0)
 
 
+def test_a_late_receives_notice_waits_behind_the_receivers_own_send():
+    """GPipe, p = 3, m = 2, F = B = 1, one transfer 1, receives posted late. gloo's "ready"
+    notice leaves a host behind the messages it is sending (one queue out of a host): rank 1
+    sends F0's output [3, 4] (rank 2 asked at 0) and asks for F1 at 3, so its notice leaves at
+    4 and F1's input moves [4, 5]: rank 1's F1 runs [5, 6], not [4, 5] as with the
+    notice free. Every op's times below worked by hand; the step ends at 16 (14 without)."""
+    from pslab.pipeline.schedules import orders, rank_of
+
+    lists, where = orders("gpipe", 3, 2, 1), rank_of("gpipe", 3, 1)
+    seconds = {(k, kind): 1.0 for k in range(3) for kind in "FB"}
+    ops, moved = execute(lists, where, seconds, 1.0, {}, 0.0, late=True)
+    got = {(o.rank, o.kind, o.micro): (o.start, o.end) for o in ops}
+    assert got == {(0, "F", 0): (0, 1), (0, "F", 1): (1, 2), (1, "F", 0): (2, 3),
+                   (1, "F", 1): (5, 6), (2, "F", 0): (4, 5), (2, "F", 1): (7, 8),
+                   (2, "B", 0): (8, 9), (2, "B", 1): (9, 10), (1, "B", 0): (10, 11),
+                   (1, "B", 1): (13, 14), (0, "B", 0): (12, 13), (0, "B", 1): (15, 16)}
+    assert [(t.src, t.dst, t.micro, t.start) for t in moved] == [
+        (0, 1, 0, 1), (1, 2, 0, 3), (0, 1, 1, 4), (1, 2, 1, 6), (2, 1, 0, 9), (1, 0, 0, 11),
+        (2, 1, 1, 12), (1, 0, 1, 14)]
+
+
 @pytest.mark.parametrize("schedule,p,m,v", [("gpipe", 4, 8, 1), ("1f1b", 4, 8, 1),
                                             ("zb-h1", 3, 6, 1), ("interleaved-1f1b", 2, 4, 2)])
 def test_late_receives_never_shorten_a_step_and_keep_each_ranks_order(schedule, p, m, v):

@@ -12,11 +12,15 @@ the same rank (the tip of ZB-V's V) hand over in memory, at no cost.
 By default a message moves as soon as it is sent (the papers' figures). With `late`, it moves
 only once the receiving rank has reached the action that needs it: how PyTorch's single-stage
 schedule classes (GPipe, 1F1B) run on gloo, which posts a receive just before its action and
-sends a message only once its receive is posted, so each such transfer is waited for in full
-instead of overlapping the receiver's compute (measured across hosts: bench/pipeline_speed.py).
+sends a message only once the receiver's "ready" notice has come back. That notice leaves the
+receiving host behind whatever the host is sending then (one queue out of a host: tc's token
+bucket), so a rank that has just sent its output asks for its next input a transfer later.
+Late ranks run one action at a time in the order of their clocks, so that every receive is
+posted, and every notice sent, in time order (measured across hosts: bench/pipeline_speed.py).
 """
 from __future__ import annotations
 
+from heapq import heappop, heappush
 from typing import Callable, NamedTuple
 
 from ..engine import Resource
@@ -49,6 +53,11 @@ class Deadlock(RuntimeError):
     """A schedule whose ranks all wait for inputs that never come."""
 
 
+Key = tuple[str, int, int]  # (what, stage, micro-batch): an input of an action
+# "F": the stage's input activation is there; "B": the gradient of its output is there;
+# "E": its own forward has ended (the last stage's loss); "I": its input-gradient half has ended
+
+
 def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int, str], float],
             link_time: float, links: dict[tuple[int, int], Resource], start: float,
             on_action: Callable[[Action], None] | None = None, late: bool = False
@@ -59,86 +68,130 @@ def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int
     Resource, made on first use and kept across steps. on_action(action) runs each action's
     arithmetic, in an order where every input exists (the order they are timed in). late: a
     transfer starts no earlier than its receiver reaching the action that needs it."""
-    last = len(where) - 1
-    arrive_f: dict[tuple[int, int], float] = {}  # (stage, micro) -> its input is there
-    arrive_b: dict[tuple[int, int], float] = {}  # (stage, micro) -> its output's gradient
-    f_end: dict[tuple[int, int], float] = {}
-    i_end: dict[tuple[int, int], float] = {}
-    ops: list[Op] = []
-    transfers: list[Transfer] = []
-    ptr = [0] * len(lists)
-    free = [start] * len(lists)
-    left = sum(map(len, lists))
+    step = _Step(lists, where, seconds, link_time, links, start, on_action, late)
+    while step.ready:  # each rank runs until an input is missing, then waits for that one
+        step.run(heappop(step.ready)[1] if late else step.ready.pop())
+    stuck = {r: str(lists[r][i]) for r, i in enumerate(step.next) if i < len(lists[r])}
+    if stuck:
+        raise Deadlock(f"every rank waits for an input that never comes: {stuck}")
+    return step.ops, step.transfers
 
-    posted: dict[tuple[str, int, int], tuple[int, int, str]] = {}  # late: sent, not moved
 
-    def send(src: int, stage: int, micro: int, now: float, what: str,
-             key: tuple[str, int, int]) -> float:
-        dst = where[stage]
-        if dst == src or not link_time:
-            return now
-        if late:  # moved when the receiver asks for it (`move`)
-            posted[key] = (src, dst, what)
-            return now
-        return move(src, dst, what, micro, now)
+class _Step:
+    """One step's state: when each input is (or will be) there, which rank waits for which
+    input, and where each rank is in its list."""
 
-    def move(src: int, dst: int, what: str, micro: int, now: float) -> float:
-        link = links.get((src, dst))
-        if link is None:
-            link = links[(src, dst)] = Resource()
-        a, b = link.book(now, link_time)
-        transfers.append(Transfer(src, dst, what, micro, a, b))
-        return b
+    def __init__(self, lists: list[list[Action]], where: list[int],
+                 seconds: dict[tuple[int, str], float], link_time: float,
+                 links: dict[tuple[int, int], Resource], start: float,
+                 on_action: Callable[[Action], None] | None, late: bool):
+        self.lists, self.where, self.seconds = lists, where, seconds
+        self.link_time, self.links, self.start = link_time, links, start
+        self.on_action, self.late = on_action, late
+        self.last = len(where) - 1
+        self.there: dict[Key, float] = {}  # an input -> when it is there
+        self.posted: dict[Key, tuple[int, int, str]] = {}  # late: sent, not moved yet
+        self.waiting: dict[Key, int] = {}  # an input not there yet -> the rank waiting for it
+        # ranks that can go on: rank 0 first; late, a heap by the time each is free, one
+        # action at a time, so that a receive is posted (and its notice sent) in time order
+        self.ready: list = [(start, r) for r in range(len(lists))] if late else \
+            list(range(len(lists)))[::-1]
+        self.next = [0] * len(lists)  # each rank's next action
+        self.free = [start] * len(lists)  # when each rank is free
+        self.ops: list[Op] = []
+        self.transfers: list[Transfer] = []
+        self.out: list[list[tuple[float, float]]] = [[] for _ in lists]  # each rank's sends
 
-    waiting: dict[tuple[str, int, int], int] = {}  # an input not there yet -> its rank
-    ready = list(range(len(lists)))[::-1]  # ranks that can go on, rank 0 first
+    def needs(self, action: Action) -> Key:
+        """The input `action` waits for."""
+        k, kind, mb = action
+        if kind == "F":
+            return "F", k, mb
+        if kind == "W":
+            return "I", k, mb
+        return ("E" if k == self.last else "B"), k, mb  # B or I: the loss, or the gradient
 
-    def arrived(key: tuple[str, int, int], when: float, table: dict) -> None:
-        table[key[1:]] = when
-        if key in waiting:
-            ready.append(waiting.pop(key))
-
-    while ready:  # each rank runs until an input is missing, then waits for exactly that one
-        r = ready.pop()
-        actions, i, t = lists[r], ptr[r], free[r]
+    def run(self, r: int) -> None:
+        """Rank r's actions, from its next one, until one needs an input not there yet."""
+        actions, i, t = self.lists[r], self.next[r], self.free[r]
         while i < len(actions):
             action = actions[i]
             k, kind, mb = action
-            if kind == "F":
-                key, table = ("F", k, mb), arrive_f
-            elif kind == "W":
-                key, table = ("I", k, mb), i_end
-            elif k == last:  # B or I: the loss (last stage) or the gradient from after
-                key, table = ("E", k, mb), f_end
-            else:
-                key, table = ("B", k, mb), arrive_b
-            dep = start if kind == "F" and k == 0 else table.get(key[1:])
+            key = self.needs(action)
+            dep = self.start if key[0] == "F" and k == 0 else self.there.get(key)
             if dep is None:
-                waiting[key] = r
+                self.waiting[key] = r
                 break
-            if key in posted:  # late: sent at `dep`, asked for now (`t`)
-                src, dst, what = posted.pop(key)
-                dep = move(src, dst, what, mb, t if t > dep else dep)
+            if key in self.posted:  # late: sent at `dep`, asked for now (`t`)
+                src, dst, what = self.posted.pop(key)
+                ask = self.notice(r, t)
+                dep = self.move(src, dst, what, mb, ask if ask > dep else dep)
             begin = t if t > dep else dep
-            t = begin + seconds[(k, kind)]
-            ops.append(Op(r, k, kind, mb, begin, t))
-            if on_action is not None:
-                on_action(action)
-            if kind == "F":
-                arrived(("E", k, mb), t, f_end)
-                if k < last:
-                    arrived(("F", k + 1, mb), send(r, k + 1, mb, t, "activation",
-                                                   ("F", k + 1, mb)), arrive_f)
-            elif kind != "W":
-                if kind == "I":
-                    arrived(("I", k, mb), t, i_end)
-                if k:
-                    arrived(("B", k - 1, mb), send(r, k - 1, mb, t, "gradient",
-                                                   ("B", k - 1, mb)), arrive_b)
+            t = begin + self.seconds[(k, kind)]
+            self.ops.append(Op(r, k, kind, mb, begin, t))
+            if self.on_action is not None:
+                self.on_action(action)
+            self.outputs(r, action, t)
             i += 1
-            left -= 1
-        ptr[r], free[r] = i, t
-    if left:
-        stuck = {r: str(lists[r][ptr[r]]) for r in range(len(lists)) if ptr[r] < len(lists[r])}
-        raise Deadlock(f"every rank waits for an input that never comes: {stuck}")
-    return ops, transfers
+            if self.late and i < len(actions):  # the others catch up to `t` first
+                heappush(self.ready, (t, r))
+                break
+        self.next[r], self.free[r] = i, t
+
+    def outputs(self, r: int, action: Action, end: float) -> None:
+        """What `action`, ended at `end`, makes: a forward its activation (sent down) and
+        the last stage's loss; a backward (B or I) its input's gradient (sent up)."""
+        k, kind, mb = action
+        if kind == "F":
+            self.arrived(("E", k, mb), end)
+            if k < self.last:
+                self.send(r, ("F", k + 1, mb), end, "activation")
+        elif kind != "W":
+            if kind == "I":
+                self.arrived(("I", k, mb), end)
+            if k:
+                self.send(r, ("B", k - 1, mb), end, "gradient")
+
+    def send(self, src: int, key: Key, now: float, what: str) -> None:
+        """Rank `src` sends the input `key` at `now`: it moves at once, or (late) once its
+        receiver asks for it; in memory when both stages are on one rank or links are free."""
+        dst = self.where[key[1]]
+        if dst != src and self.link_time:
+            if not self.late:
+                now = self.move(src, dst, what, key[2], now)
+            elif key in self.waiting:  # asked for already, when `dst` stopped to wait
+                ask = self.notice(dst, self.free[dst])
+                now = self.move(src, dst, what, key[2], now if now > ask else ask)
+            else:
+                self.posted[key] = (src, dst, what)
+        self.arrived(key, now)
+
+    def notice(self, rank: int, ask: float) -> float:
+        """When `rank`'s receive, posted at `ask`, reaches the sender (late): gloo's "ready"
+        notice leaves behind the messages `rank` is sending then (one queue out of a host)."""
+        for a, b in reversed(self.out[rank]):
+            if a <= ask < b:
+                return b
+            if b <= ask:
+                break
+        return ask
+
+    def move(self, src: int, dst: int, what: str, micro: int, now: float) -> float:
+        """A transfer from `now` on the directed link src -> dst; returns its end."""
+        link = self.links.get((src, dst))
+        if link is None:
+            link = self.links[(src, dst)] = Resource()
+        a, b = link.book(now, self.link_time)
+        self.transfers.append(Transfer(src, dst, what, micro, a, b))
+        self.out[src].append((a, b))
+        return b
+
+    def arrived(self, key: Key, when: float) -> None:
+        """`key` is there at `when` (late: sent then); a rank waiting for it can go on."""
+        self.there[key] = when
+        if key in self.waiting:
+            r = self.waiting.pop(key)
+            if self.late:
+                heappush(self.ready, (self.free[r], r))
+            else:
+                self.ready.append(r)

@@ -130,6 +130,21 @@ def step_time(run: PipelineRun) -> float:
     return statistics.median(b - a for a, b in zip(ordered, ordered[1:]))
 
 
+def span_time(run: PipelineRun) -> float:
+    """Measured seconds of the schedule itself: the median over the steps after the first of
+    its first action's start to its last action's end, on any rank. What the clock's step is
+    when updates cost nothing; step_time adds what this backend does between steps to check
+    the run (each rank writes its weights, rank 0 scores them, two barriers)."""
+    spans: dict[int, list[float]] = {}
+    for s in run.timeline:
+        if s.kind in LETTER and s.step:
+            a, b = spans.get(s.step, (s.start, s.end))
+            spans[s.step] = [min(a, s.start), max(b, s.end)]
+    if not spans:
+        raise ValueError("span_time needs a run of at least 2 steps")
+    return statistics.median(b - a for a, b in spans.values())
+
+
 def stage_shapes(pipe: Pipeline, hidden: int, rank: int) -> dict[str, tuple[int, ...]]:
     """The name and shape of every weight rank `rank` holds: its stages' layers."""
     every = shapes(64, hidden, 10, pipe.layers)  # the digits' 8x8 pixels, 10 classes
