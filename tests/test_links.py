@@ -213,3 +213,29 @@ def test_duplex_is_never_slower_than_one_at_a_time_behind_a_barrier(kw):
     duplex, one = train(kw, DUPLEX), train(kw, ONE)
     barrier = kw["mode"] == "sync" or isinstance(kw["mode"], pslab.Backup)
     assert duplex.makespan <= one.makespan * (1 + 1e-12 if barrier else 1.05)
+
+
+# --- the shaped links themselves (root only: network namespaces) ---------------------------
+def _no_hosts() -> str | None:
+    from pslab.processes.hosts import unavailable
+
+    return unavailable()
+
+
+@pytest.mark.skipif(_no_hosts() is not None, reason=str(_no_hosts()))
+def test_a_round_of_answers_longer_than_200_ms_of_the_rate_is_queued_not_dropped():
+    """Backup(1), 6 workers (one at half speed), 1 shard, accumulate 3, 1.66 Mbit/s (grid seed
+    49111, case 5): a round's six 9.6 KB answers leave the shard at once, 280 ms of bytes. The
+    shaper queues them all and the step takes the clock's time (no losses). A queue of 200 ms
+    of the rate (42 KB) dropped the last answers' frames (25-30 a run, `tc -s qdisc`), which
+    TCP sent again after its retransmission timeout: measured 600-630 ms a step for 408."""
+    from pslab.processes import network
+    from pslab.processes.calibrate import Link
+    from pslab.processes.hosts import leftovers, own_prefix
+
+    rate = 1660865.4
+    link = Link(0.0, 198232.8, rate)  # as calibrated for the grid (0.955 of the rate)
+    case = network.Case("backup", "backup:1", 6, 1, 3, (1.0,) * 5 + (0.5,), "", rate, 0.0388)
+    row = network.compare_case(case, link, steps=6)
+    assert abs(row.error) < 0.10, (row.measured_step, row.simulated_step)
+    assert leftovers(own_prefix()) == []

@@ -36,6 +36,7 @@ from ..checks import integer, number, one_of
 PREFIX = "pslab"  # every namespace, link and bridge made here starts with it
 SUBNET = "10.77"  # host i of run k: 10.77.k.(i+1)
 MOST_HOSTS = 16
+QUEUE = 1 << 20  # bytes a shaped link's queue holds at least (see Hosts._shape)
 _made_here = itertools.count()  # Hosts made by this process so far
 
 
@@ -169,8 +170,15 @@ class Hosts:
         # message would let a whole message through at the veth's own speed after each pause,
         # and a 10 KB weights message would then cost no time at all.
         burst = f"{max(1600, int(bits / 8 * 0.0005))}b"
+        # The queue holds 200 ms of the rate and at least QUEUE bytes: everything pslab's ranks
+        # put on one link at once (a round's answers to every worker), so that no frame is
+        # dropped. The timing model's links lose nothing; a dropped frame is sent again only
+        # after TCP's retransmission timeout (0.2-0.5 s here), measured: six 9.6 KB answers
+        # at 1.7 Mbit/s overflowed a 200 ms queue (42 KB), and a Backup(1) step took 600-630 ms
+        # where the clock says 408 (418 with this queue).
+        limit = str(max(QUEUE, int(bits / 8 * 0.2)))
         shape = ["qdisc", "add", "dev", "eth0", "root", "tbf", "rate", rate, "burst", burst,
-                 "latency", "200ms"]
+                 "limit", limit]
         _run(["ip", "netns", "exec", ns, "tc", *shape])  # out of the host
         _run(["tc", *shape[:3], outside, *shape[4:]])  # into the host
 
