@@ -165,15 +165,15 @@ def test_late_receives_wait_each_transfer_in_full():
     lists, where = orders("gpipe", 2, 2, 1), rank_of("gpipe", 2, 1)
     seconds = {(k, kind): 1.0 for k in range(2) for kind in "FB"}
     ends = {}
-    for late in (False, True):
-        ops, moved = execute(lists, where, seconds, 1.0, {}, 0.0, late=late)
+    for late in ("early", "late"):
+        ops, moved = execute(lists, where, seconds, 1.0, {}, 0.0, receives=late)
         ends[late] = max(o.end for o in ops)
         assert len(moved) == 4
-        free, _ = execute(lists, where, seconds, 0.0, {}, 0.0, late=late)
+        free, _ = execute(lists, where, seconds, 0.0, {}, 0.0, receives=late)
         assert max(o.end for o in free) == 6.0
-    assert ends == {False: 8.0, True: 10.0}
+    assert ends == {"early": 8.0, "late": 10.0}
     late_ops = {(o.rank, o.kind, o.micro): (o.start, o.end) for o in
-                execute(lists, where, seconds, 1.0, {}, 0.0, late=True)[0]}
+                execute(lists, where, seconds, 1.0, {}, 0.0, receives="late")[0]}
     assert late_ops[(1, "F", 1)] == (4.0, 5.0) and late_ops[(0, "B", 0)] == (7.0, 8.0)
     assert late_ops[(0, "B", 1)] == (9.0, 10.0)
 
@@ -188,7 +188,7 @@ def test_a_late_receives_notice_waits_behind_the_receivers_own_send():
 
     lists, where = orders("gpipe", 3, 2, 1), rank_of("gpipe", 3, 1)
     seconds = {(k, kind): 1.0 for k in range(3) for kind in "FB"}
-    ops, moved = execute(lists, where, seconds, 1.0, {}, 0.0, late=True)
+    ops, moved = execute(lists, where, seconds, 1.0, {}, 0.0, receives="late")
     got = {(o.rank, o.kind, o.micro): (o.start, o.end) for o in ops}
     assert got == {(0, "F", 0): (0, 1), (0, "F", 1): (1, 2), (1, "F", 0): (2, 3),
                    (1, "F", 1): (5, 6), (2, "F", 0): (4, 5), (2, "F", 1): (7, 8),
@@ -210,7 +210,7 @@ def test_late_receives_never_shorten_a_step_and_keep_each_ranks_order(schedule, 
     mode = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v,
                           times=(0.02, 0.04, 0.02))
     runs = [simulate_pipeline(Settings(mode=mode, steps=1, numerics=False, cluster=cluster),
-                              late=late) for late in (False, True)]
+                              receives="late" if late else "early") for late in (False, True)]
     assert runs[1].step_time > runs[0].step_time
     for rank in range(p):
         order = [[(o.stage, o.kind, o.micro) for o in run.ops if o.rank == rank] for run in runs]

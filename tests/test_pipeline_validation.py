@@ -87,13 +87,24 @@ def test_settings_take_a_pipeline_and_check_it_in_one_place():
     (dict(mode=pslab.Pipeline(stages=17, microbatches=17)), "stages"),
     (dict(mode=pslab.Pipeline(stages=2, microbatches=4, schedule="zb-h2")),
      r"schedule 'zb-h2' runs on the virtual clock only: torch.distributed.pipelining "
-     r"\(torch [0-9.]+\) has no such schedule class"),
+     r"\(torch [0-9.]+\) has no such schedule class.*\(on processes: 'gpipe', '1f1b', "
+     r"'interleaved-1f1b', 'looped-bfs', 'zb-h1', 'zbv'\)"),
 ])
 def test_a_pipeline_on_processes_is_refused_by_name_before_any_process(kwargs, named):
     given = dict(mode=pslab.Pipeline(stages=2, microbatches=4), steps=3, backend="processes")
     given.update(kwargs)
     with pytest.raises(ValueError, match=named):
         pslab.train(**given)
+
+
+def test_zb_h2_across_hosts_is_refused_by_name_before_any_host_is_used():
+    """train_across's hosts are namespace names; these do not exist, and are never reached."""
+    from pslab.pipeline.processes import train_across
+
+    mode = pslab.Pipeline(stages=2, microbatches=4, schedule="zb-h2", times=(1, 2, 1))
+    with pytest.raises(ValueError, match=r"schedule 'zb-h2' runs on the virtual clock only.*"
+                                         r"on processes: 'gpipe'"):
+        train_across(mode, ["no-such-host-a", "no-such-host-b"])
 
 
 def test_a_checkpoint_is_refused_for_a_pipeline(tmp_path):

@@ -9,13 +9,14 @@ are full duplex: the two directions do not share), a transfer taking the Cluster
 bytes / bandwidth. Sends do not stop the sender's compute (PyTorch's isend). Two stages on
 the same rank (the tip of ZB-V's V) hand over in memory, at no cost.
 
-By default a message moves as soon as it is sent (the papers' figures). With `late`, it moves
-only once the receiving rank has reached the action that needs it: how PyTorch's single-stage
-schedule classes (GPipe, 1F1B) run on gloo, which posts a receive just before its action and
-sends a message only once the receiver's "ready" notice has come back. That notice leaves the
+By default a message moves as soon as it is sent (the papers' figures). On gloo it moves only
+once it is sent and its receiver's "ready" notice has come back, so where a receive is posted
+counts (`receives`): PyTorch's single-stage schedule classes (GPipe, 1F1B) post it just before
+the action that needs it ("late"), its multi-stage runtime where a lock-step sweep of the
+lists puts it ("runtime", runtime_posts). That notice leaves the
 receiving host behind whatever the host is sending then (one queue out of a host: tc's token
 bucket), so a rank that has just sent its output asks for its next input a transfer later.
-Late ranks run one action at a time in the order of their clocks, so that every receive is
+Then ranks run one action at a time in the order of their clocks, so that every receive is
 posted, and every notice sent, in time order (measured across hosts: bench/pipeline_speed.py).
 """
 from __future__ import annotations
@@ -60,17 +61,25 @@ Key = tuple[str, int, int]  # (what, stage, micro-batch): an input of an action
 
 def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int, str], float],
             link_time: float, links: dict[tuple[int, int], Resource], start: float,
-            on_action: Callable[[Action], None] | None = None, late: bool = False
+            on_action: Callable[[Action], None] | None = None, receives: str = "early"
             ) -> tuple[list[Op], list[Transfer]]:
     """Run one step's lists from time `start`; returns the ops and the transfers, each rank's
     ops in its list's order. seconds[(stage, kind)]: an action's duration; link_time: one
     transfer's seconds (0: free links); links: the directed links' resources, (src, dst) ->
     Resource, made on first use and kept across steps. on_action(action) runs each action's
-    arithmetic, in an order where every input exists (the order they are timed in). late: a
-    transfer starts no earlier than its receiver reaching the action that needs it."""
-    step = _Step(lists, where, seconds, link_time, links, start, on_action, late)
+    arithmetic, in an order where every input exists (the order they are timed in).
+    receives: where a receive is posted, one of RECEIVES: "early" (before the step: a message
+    moves once sent), "late" (when its rank reaches the action that needs it: PyTorch's
+    single-stage classes) or "runtime" (where PyTorch's multi-stage runtime posts it,
+    runtime_posts); a message moves once sent and its receive's notice has come back."""
+    if receives not in RECEIVES:
+        raise ValueError(f"receives must be one of {', '.join(map(repr, RECEIVES))} "
+                         f"(got {receives!r})")
+    posts = None if receives == "early" else \
+        late_posts(lists, len(where) - 1) if receives == "late" else runtime_posts(lists, where)
+    step = _Step(lists, where, seconds, link_time, links, start, on_action, posts)
     while step.ready:  # each rank runs until an input is missing, then waits for that one
-        step.run(heappop(step.ready)[1] if late else step.ready.pop())
+        step.run(heappop(step.ready)[1] if posts else step.ready.pop())
     stuck = {r: str(lists[r][i]) for r, i in enumerate(step.next) if i < len(lists[r])}
     if stuck:
         raise Deadlock(f"every rank waits for an input that never comes: {stuck}")
@@ -84,17 +93,21 @@ class _Step:
     def __init__(self, lists: list[list[Action]], where: list[int],
                  seconds: dict[tuple[int, str], float], link_time: float,
                  links: dict[tuple[int, int], Resource], start: float,
-                 on_action: Callable[[Action], None] | None, late: bool):
+                 on_action: Callable[[Action], None] | None,
+                 posts: list[dict[int, list[Key]]] | None):
         self.lists, self.where, self.seconds = lists, where, seconds
         self.link_time, self.links, self.start = link_time, links, start
-        self.on_action, self.late = on_action, late
+        self.on_action, self.posts = on_action, posts
+        self.late = posts is not None
         self.last = len(where) - 1
         self.there: dict[Key, float] = {}  # an input -> when it is there
-        self.posted: dict[Key, tuple[int, int, str]] = {}  # late: sent, not moved yet
+        self.sent: dict[Key, tuple[int, int, str, float]] = {}  # late: sent, not asked for
+        self.asked: dict[Key, float] = {}  # late: asked for, not sent: its notice's arrival
+        self.posting = [0] * len(lists)  # late: each rank's receives posted up to this action
         self.waiting: dict[Key, int] = {}  # an input not there yet -> the rank waiting for it
         # ranks that can go on: rank 0 first; late, a heap by the time each is free, one
         # action at a time, so that a receive is posted (and its notice sent) in time order
-        self.ready: list = [(start, r) for r in range(len(lists))] if late else \
+        self.ready: list = [(start, r) for r in range(len(lists))] if self.late else \
             list(range(len(lists)))[::-1]
         self.next = [0] * len(lists)  # each rank's next action
         self.free = [start] * len(lists)  # when each rank is free
@@ -115,6 +128,10 @@ class _Step:
         """Rank r's actions, from its next one, until one needs an input not there yet."""
         actions, i, t = self.lists[r], self.next[r], self.free[r]
         while i < len(actions):
+            if self.posts is not None and self.posting[r] <= i:  # the receives due here
+                for key in self.posts[r].get(i, ()):
+                    self.ask(r, key, t)
+                self.posting[r] = i + 1
             action = actions[i]
             k, kind, mb = action
             key = self.needs(action)
@@ -122,10 +139,6 @@ class _Step:
             if dep is None:
                 self.waiting[key] = r
                 break
-            if key in self.posted:  # late: sent at `dep`, asked for now (`t`)
-                src, dst, what = self.posted.pop(key)
-                ask = self.notice(r, t)
-                dep = self.move(src, dst, what, mb, ask if ask > dep else dep)
             begin = t if t > dep else dep
             t = begin + self.seconds[(k, kind)]
             self.ops.append(Op(r, k, kind, mb, begin, t))
@@ -159,12 +172,23 @@ class _Step:
         if dst != src and self.link_time:
             if not self.late:
                 now = self.move(src, dst, what, key[2], now)
-            elif key in self.waiting:  # asked for already, when `dst` stopped to wait
-                ask = self.notice(dst, self.free[dst])
+            elif key in self.asked:  # its receive's notice is there: it moves now
+                ask = self.asked.pop(key)
                 now = self.move(src, dst, what, key[2], now if now > ask else ask)
-            else:
-                self.posted[key] = (src, dst, what)
+            else:  # it moves when its receiver asks
+                self.sent[key] = (src, dst, what, now)
+                return
         self.arrived(key, now)
+
+    def ask(self, r: int, key: Key, now: float) -> None:
+        """Rank r posts the receive of `key` at `now` (late): a message sent already moves
+        once the notice is back; else the notice waits for the send."""
+        ask = self.notice(r, now)
+        if key in self.sent:
+            src, dst, what, sent = self.sent.pop(key)
+            self.arrived(key, self.move(src, dst, what, key[2], ask if ask > sent else sent))
+        else:
+            self.asked[key] = ask
 
     def notice(self, rank: int, ask: float) -> float:
         """When `rank`'s receive, posted at `ask`, reaches the sender (late): gloo's "ready"
@@ -195,3 +219,55 @@ class _Step:
                 heappush(self.ready, (self.free[r], r))
             else:
                 self.ready.append(r)
+
+
+RECEIVES = ("early", "late", "runtime")
+
+
+def late_posts(lists: list[list[Action]], last: int) -> list[dict[int, list[Key]]]:
+    """Each rank's receives posted just before the action that needs them (PyTorch's
+    single-stage classes): rank -> {action index: the inputs asked for there}."""
+    out: list[dict[int, list[Key]]] = []
+    for actions in lists:
+        mine: dict[int, list[Key]] = {}
+        for i, (k, kind, mb) in enumerate(actions):
+            if kind == "F" and k:
+                mine[i] = [("F", k, mb)]
+            elif kind in "BI" and k < last:
+                mine[i] = [("B", k, mb)]
+        out.append(mine)
+    return out
+
+
+def runtime_posts(lists: list[list[Action]], where: list[int]) -> list[dict[int, list[Key]]]:
+    """Where PyTorch's multi-stage runtime posts each receive (torch's _add_send_recv, on
+    the same lists without its idle ticks): the ranks' lists are swept in lock step, rank 0
+    first, each rank taking its next action when that action's input is posted or made on
+    the rank; an action with a consumer on another rank puts the receive at the end of the
+    consumer's list so far. rank -> {action index: the inputs asked for before it}."""
+    last = len(where) - 1
+    head = [0] * len(lists)
+    have: list[set] = [set() for _ in lists]  # per rank: actions taken and receives posted
+    out: list[dict[int, list[Key]]] = [{} for _ in lists]
+    while any(h < len(a) for h, a in zip(head, lists)):
+        moved = False
+        for r, actions in enumerate(lists):
+            if head[r] == len(actions):
+                continue
+            k, kind, mb = actions[head[r]]
+            if kind == "F" and k and not {("recv F", k, mb), ("F", k - 1, mb)} & have[r]:
+                continue
+            if kind in "BI" and k < last and not \
+                    {("recv B", k, mb), ("I", k + 1, mb), ("B", k + 1, mb)} & have[r]:
+                continue
+            have[r].add((kind, k, mb))
+            to = k + 1 if kind == "F" else k - 1
+            if kind != "W" and 0 <= to <= last and where[to] != r:
+                dst = where[to]
+                out[dst].setdefault(head[dst], []).append(("F" if kind == "F" else "B", to, mb))
+                have[dst].add(("recv F" if kind == "F" else "recv B", to, mb))
+            head[r] += 1
+            moved = True
+        if not moved:
+            raise Deadlock(f"the runtime's receives cannot be placed: {head}")
+    return out

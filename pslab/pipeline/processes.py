@@ -46,10 +46,11 @@ TORCH = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
          "interleaved-1f1b": "ScheduleInterleaved1F1B", "looped-bfs": "ScheduleLoopedBFS",
          "zb-h1": "ScheduleInterleavedZeroBubble", "zbv": "ScheduleZBVZeroBubble"}
 MOST_RANKS = 16  # processes on one machine
-# PyTorch's single-stage schedule classes post each receive just before the action that needs
-# it (gloo then sends the message): the clock's `late` transfers; the multi-stage runtime posts
-# receives a tick ahead, as the clock's default transfers move
-POSTED_LATE = ("gpipe", "1f1b")
+# Where PyTorch's schedule class posts each receive (gloo sends a message only into a posted
+# receive): the clock's `receives` for it. The single-stage classes post it just before the
+# action that needs it; the multi-stage runtime where its lock-step sweep puts it.
+POSTED = {"gpipe": "late", "1f1b": "late", "interleaved-1f1b": "runtime",
+          "looped-bfs": "runtime", "zb-h1": "runtime", "zbv": "runtime"}
 KIND = {"forward_one_chunk": "forward", "backward_weight_one_chunk": "backward-weight"}
 LETTER = {"forward": "F", "backward": "B", "backward-input": "I", "backward-weight": "W"}
 

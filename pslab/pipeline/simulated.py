@@ -29,11 +29,11 @@ KIND = {"F": "forward", "B": "backward", "I": "backward-input", "W": "backward-w
 BYTES = 4  # fp32
 
 
-def simulate_pipeline(settings: Settings, late: bool = False) -> PipelineRun:
+def simulate_pipeline(settings: Settings, receives: str = "early") -> PipelineRun:
     """Train the `pipe.layers`-layer MLP for `steps` steps under the settings' Pipeline
     (checked settings): its d replicas side by side, then the flush (all-reduce, update).
-    late: each transfer starts only once its receiver reaches the action that needs it, as
-    PyTorch's single-stage schedules run on gloo (clock.execute; processes.POSTED_LATE)."""
+    receives: where each receive is posted (clock.execute): "early" (the papers' figures),
+    "late" or "runtime" (as PyTorch's schedules post them on gloo: processes.POSTED)."""
     pipe, cluster = settings.mode, settings.timing
     lr, batch, steps, seed = settings.lr, settings.batch, settings.steps, settings.seed
     numerics, hidden = settings.numerics, settings.hidden
@@ -48,7 +48,7 @@ def simulate_pipeline(settings: Settings, late: bool = False) -> PipelineRun:
     for j in range(d):  # replicas alike unless their speeds differ: timed once, then shifted
         if j == 0 or cluster.speeds is not None:
             mine, moved = execute(lists, where, durations(pipe, cluster, hidden, j), link_time,
-                                  {}, 0.0, late=late)
+                                  {}, 0.0, receives=receives)
         ops += [o._replace(rank=o.rank + j * p) for o in mine] if j else mine
         transfers += [t._replace(src=t.src + j * p, dst=t.dst + j * p) for t in moved] \
             if j else moved
