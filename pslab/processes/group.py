@@ -18,7 +18,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -29,9 +28,9 @@ from typing import Annotated, Any, Callable, Iterator, Literal, NamedTuple, Opti
 from msgspec import Meta, Struct
 
 from ..files import check_shape, parse_json
-from .hosts import Terminated
 from .child import STARTUP  # a first forkserver (`import torch`) + the group's set-up, loaded
 from .launcher import ProcessFailure, main_module_hidden
+from .sigterm import Sigterm
 from .starter import context
 
 MESSAGE_LIMIT = 1 << 22  # bytes: a step's spans (a few hundred profiled ranges) and a few names
@@ -125,39 +124,15 @@ def group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
     `target` calls `member.finished(step)` only once every process has sent and kept what
     `partial` needs of that step: then, with every pipe drained when a death is seen, the
     steps the error names for a worker are updates its `.run` holds, whatever the timing."""
-    with _sigterm_cleans_up():
-        yield from _group(target, settings, workers, mode, timeout, kill, hang, partial, hosts)
-
-
-@contextmanager
-def _sigterm_cleans_up() -> Iterator[None]:
-    """SIGTERM with its default action (main thread) raises inside the block, so that the
-    group's `finally` stops its processes and removes its folder; then the process ends by the
-    signal, as asked. A handler of the program's own (Hosts' among them) decides instead."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise Terminated(signum)
-
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    except Terminated as ended:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), ended.signum)
-        raise
-    finally:
-        if signal.getsignal(signal.SIGTERM) is stop:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with Sigterm() as term:  # SIGTERM: the processes stopped and the folder removed first
+        yield from _group(target, settings, workers, mode, timeout, kill, hang, partial, hosts,
+                          term)
 
 
 def _group(target: Callable[..., None], settings: tuple, workers: int, mode: str,
            timeout: float, kill: dict[int, int], hang: dict[int, int],
            partial: Callable[[Finished], Any] | None,
-           hosts: Sequence[str] | None) -> Iterator[Finished]:
+           hosts: Sequence[str] | None, term: Sigterm) -> Iterator[Finished]:
     folder = tempfile.mkdtemp(prefix="pslab-group-")
     # the launcher's way to start: a forkserver with torch, pslab and FSDP2 loaded once (a
     # second run in a notebook starts in ~0.1 s a process, not ~1.3 s of `import torch`), safe
@@ -172,9 +147,10 @@ def _group(target: Callable[..., None], settings: tuple, workers: int, mode: str
                 p = ctx.Process(target=_entry, daemon=True, name=f"pslab-{mode}-{rank}",
                                 args=(rank, target, folder, writer, faults, timeout, settings,
                                       None if hosts is None else hosts[rank]))
-                p.start()
+                with term.held():  # a process forked is on the list before a SIGTERM acts
+                    p.start()
+                    procs.append(p)
                 writer.close()  # the child's copy alone: its death is an end of file here
-                procs.append(p)
                 watch.readers[reader] = rank
         try:
             watch.run(procs)
@@ -185,17 +161,22 @@ def _group(target: Callable[..., None], settings: tuple, workers: int, mode: str
             raise ProcessFailure(f"{failure}{said}", run) from None
         yield Finished(folder, watch.spans, watch.scores)
     finally:
-        grace = time.monotonic() + 2.0  # a finished process gets a moment to exit by itself
-        for rank, p in enumerate(procs):
-            if rank in watch.done:
-                p.join(max(0.0, grace - time.monotonic()))
-            if p.exitcode is None:
-                p.kill()
-        for p in procs:
-            p.join(5.0)
-        for reader in watch.readers:
-            reader.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        with term.held():  # (a SIGTERM now: acted on once all is cleaned up)
+            _clean_up(procs, watch, folder)
+
+
+def _clean_up(procs: list, watch: "Watch", folder: str) -> None:
+    grace = time.monotonic() + 2.0  # a finished process gets a moment to exit by itself
+    for rank, p in enumerate(procs):
+        if rank in watch.done:
+            p.join(max(0.0, grace - time.monotonic()))
+        if p.exitcode is None:
+            p.kill()
+    for p in procs:
+        p.join(5.0)
+    for reader in watch.readers:
+        reader.close()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class Watch:

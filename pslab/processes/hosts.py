@@ -26,12 +26,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..checks import integer, number, one_of
+from .sigterm import Sigterm
 
 PREFIX = "pslab"  # every namespace, link and bridge made here starts with it
 SUBNET = "10.77"  # host i of run k: 10.77.k.(i+1)
@@ -79,15 +79,6 @@ def leftovers(prefix: str = PREFIX) -> list[str]:
     return found
 
 
-class Terminated(SystemExit):
-    """SIGTERM arrived inside `with Hosts(...)`: raised there so that the block is left (and
-    everything it made removed) before the process ends as the signal asks."""
-
-    def __init__(self, signum: int):
-        super().__init__(128 + signum)
-        self.signum = signum
-
-
 class Hosts:
     """H hosts (network namespaces) with shaped links; a context manager that cleans up."""
 
@@ -101,11 +92,7 @@ class Hosts:
         self.procs: list[subprocess.Popen] = []
         self.addresses: list[str] = []
         self._made: list[tuple[str, str]] = []
-        self._handler = self._on_sigterm  # one bound method, to know it when it is installed
-        self._previous: Any = None  # the SIGTERM handler before ours (None: ours not set)
-        self._closing = False
-        self._in_ip = False  # an `ip` command is running: a SIGTERM waits for its end
-        self._pending: tuple[int, Any] | None = None  # (signum, frame) of that SIGTERM
+        self._term = Sigterm()  # SIGTERM inside the block: everything removed first
 
     def namespace(self, i: int) -> str:
         return f"{self.tag}h{i}"
@@ -114,7 +101,7 @@ class Hosts:
         why = unavailable()
         if why:
             raise HostsUnavailable(why)
-        self._catch_sigterm()
+        self._term.__enter__()
         try:
             net = self._free_subnet()
             self._made.append(("link", f"{self.tag}b"))  # before: a SIGTERM may end `ip` here
@@ -126,28 +113,6 @@ class Hosts:
             self.__exit__(type(exc), exc, exc.__traceback__)
             raise
         return self
-
-    def _catch_sigterm(self) -> None:
-        """SIGTERM raises Terminated inside the block (the main thread's, where Python runs
-        handlers), so that it is left and cleaned up; a handler the program set runs instead,
-        and decides (it raises: cleaned up too). SIGTERM ignored, a handler not set from
-        Python, another thread: left as they are."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        previous = signal.getsignal(signal.SIGTERM)
-        if previous is signal.SIG_IGN or previous is None:
-            return
-        self._previous = previous
-        signal.signal(signal.SIGTERM, self._handler)
-
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        if self._in_ip:  # see _ip: acted on once `ip` has ended
-            self._pending = (signum, frame)
-            return
-        if callable(self._previous):
-            self._previous(signum, frame)
-        elif not self._closing:  # (a second SIGTERM while closing: closing goes on)
-            raise Terminated(signum)
 
     def _add_host(self, i: int, address: str) -> None:
         ns, outside = self.namespace(i), f"{self.tag}v{i:x}"
@@ -213,15 +178,14 @@ class Hosts:
         return [int(p) for p in out.split()]
 
     def close(self) -> None:
-        """Stop every process started on the hosts, then remove the namespaces and links; the
-        SIGTERM handler before ours is back."""
-        self._closing = True
+        """Stop every process started on the hosts, then remove the namespaces and links (a
+        SIGTERM meanwhile waits for the end); the SIGTERM handler before ours is back, and a
+        SIGTERM of default action inside the block ends the process now."""
         try:
-            self._remove()
+            with self._term.held():
+                self._remove()
         finally:
-            self._closing = False
-            if signal.getsignal(signal.SIGTERM) is self._handler:  # (another's since: theirs)
-                signal.signal(signal.SIGTERM, self._previous)
+            self._term.__exit__(None, None, None)
 
     def _remove(self) -> None:
         for p in self.procs:
@@ -259,24 +223,13 @@ class Hosts:
 
     def __exit__(self, kind, error, trace) -> None:
         self.close()
-        # left because of SIGTERM, which would have ended the process: it does so now, by the
-        # signal (its exit status says so), everything made here removed
-        if isinstance(error, Terminated) and self._previous is signal.SIG_DFL and \
-                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            os.kill(os.getpid(), error.signum)
 
     def _ip(self, *args: str) -> None:
         # A SIGTERM is acted on only once `ip` has ended: raised inside subprocess.run while the
         # child starts, it leaves `ip` running unwaited, and that `ip` could make its link after
         # the cleanup deleted it (a bridge left behind, 1 run in ~30 at load 4).
-        self._in_ip = True
-        try:
+        with self._term.held():
             _run(["ip", *args])
-        finally:
-            self._in_ip = False
-            pending, self._pending = self._pending, None
-            if pending is not None:
-                self._on_sigterm(*pending)
 
 
 def _rates(bandwidth, count: int) -> list[float | None]:

@@ -35,6 +35,7 @@ from .child import STARTUP, Meeting, main
 from .job import Job, make_job
 from .measured import assemble
 from .rankfile import line_limit, read_message
+from .sigterm import Sigterm
 from .starter import SERVER, context
 
 
@@ -143,6 +144,7 @@ class Launch:
         self.failures: list[str] = []  # workers lost in a mode that goes on without them
         self.procs: list[mp.Process] = []
         self.pipes: dict[int, Any] = {}
+        self.term = Sigterm()
         self.bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -155,24 +157,28 @@ class Launch:
     def run(self) -> Run:
         # The processes all run on this machine, so they meet in a file of a private folder
         # (a FileStore): no rendezvous socket that anyone on the network could reach.
-        folder, started = tempfile.mkdtemp(prefix="pslab-run-"), time.perf_counter()
-        try:
-            self.start(Meeting(self.job.options.address, file=os.path.join(folder, "store")))
-            self.watch(started)
-            return self.result(True)
-        except KeyboardInterrupt:  # the stop button: keep what was measured
-            run = self.result(False)
-            warnings.warn(f"run interrupted after {run.updates} updates: returning the partial "
-                          f"run; every process was stopped", stacklevel=4)
-            return run
-        except ProcessFailure as e:
-            e.run = self.result(False)
-            raise
-        finally:
-            self.stop()
-            if self.bar is not None:
-                self.bar.close()
-            shutil.rmtree(folder, ignore_errors=True)
+        # SIGTERM (a notebook kernel shut down, a job killed) ends the caller once every
+        # process is stopped and the folder removed
+        with self.term:
+            folder, started = tempfile.mkdtemp(prefix="pslab-run-"), time.perf_counter()
+            try:
+                self.start(Meeting(self.job.options.address, file=os.path.join(folder, "store")))
+                self.watch(started)
+                return self.result(True)
+            except KeyboardInterrupt:  # the stop button: keep what was measured
+                run = self.result(False)
+                warnings.warn(f"run interrupted after {run.updates} updates: returning the "
+                              f"partial run; every process was stopped", stacklevel=4)
+                return run
+            except ProcessFailure as e:
+                e.run = self.result(False)
+                raise
+            finally:
+                with self.term.held():
+                    self.stop()
+                    if self.bar is not None:
+                        self.bar.close()
+                    shutil.rmtree(folder, ignore_errors=True)
 
     def start(self, meeting: Meeting) -> None:
         method = self.job.options.start_method
@@ -185,9 +191,10 @@ class Launch:
                 p = ctx.Process(target=main, args=(self.job, rank, meeting, writer, os.getpid()),
                                 name=f"pslab-{'-'.join(map(str, self.job.role(rank)))}",
                                 daemon=True)
-                p.start()
+                with self.term.held():  # a process forked is on the list before a SIGTERM acts
+                    p.start()
+                    self.procs.append(p)
                 writer.close()
-                self.procs.append(p)
                 self.pipes[rank] = reader
 
     def watch(self, started: float) -> None:

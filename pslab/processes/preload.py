@@ -13,7 +13,7 @@ import torch.distributed  # noqa: F401
 
 from ..data import _digits
 from . import child, remote, shard  # noqa: F401
-from .starter import FOLDER
+from .starter import CALLER, FOLDER
 
 
 def _remove(server: int, caller: int, folder: str) -> None:
@@ -29,7 +29,9 @@ def _remove(server: int, caller: int, folder: str) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-_folder = os.environ.pop(FOLDER, None)  # (not passed on to the processes)
-if _folder and os.path.basename(_folder).startswith("pymp-"):
-    atexit.register(_remove, os.getpid(), os.getppid(), _folder)
+# (neither passed on to the processes); the caller's pid as starter.py saw it: a caller ended
+# while this server still imported torch has a new parent here already
+_folder, _caller = os.environ.pop(FOLDER, None), os.environ.pop(CALLER, "")
+if _folder and os.path.basename(_folder).startswith("pymp-") and _caller.isdigit():
+    atexit.register(_remove, os.getpid(), int(_caller), _folder)
 _digits()

@@ -32,6 +32,7 @@ from typing import Any
 # and for the collective modes (ZeRO-3 on FSDP2, all-reduce on DDP) theirs too (0.6 s more CPU)
 SERVER = ["pslab.processes.preload"]
 FOLDER = "PSLAB_FORKSERVER_FOLDER"  # tells the forkserver the caller's pymp-* folder
+CALLER = "PSLAB_FORKSERVER_CALLER"  # and the caller's pid (it may end before the server looks)
 PRELOAD = SERVER + ["pslab.processes.fsdp", "torch.distributed.fsdp"]
 
 
@@ -88,7 +89,7 @@ def _spawn_in_own_group(path: str, args: list[str], passfds: Any) -> int:
         group.update(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     folder = _socket_folder(passfds)
     if folder is not None:  # the forkserver: it removes the folder of its socket (preload.py)
-        group.update(env=dict(os.environ, **{FOLDER: folder}))
+        group.update(env=dict(os.environ, **{FOLDER: folder, CALLER: str(os.getpid())}))
     p = subprocess.Popen(args, executable=path, pass_fds=tuple(sorted(map(int, passfds))),
                          close_fds=True, restore_signals=False, **group)
     _servers.append(p)
