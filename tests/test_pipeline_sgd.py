@@ -50,21 +50,25 @@ def cases():
 
 @pytest.mark.parametrize("schedule,p,m,v,layers", cases())
 def test_weights_after_each_step_equal_one_worker_accumulating(schedule, p, m, v, layers):
-    hidden, batch, steps, lr, seed = 12, 6, 3, 0.3, 11
+    """Weight by weight after step t = 1, 2, 3 (a run of t steps: each step's micro-batches come
+    from the seed and the step's number only), and every step's loss and accuracy."""
+    hidden, batch, lr, seed = 12, 6, 0.3, 11
     mode = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v, layers=layers)
-    run = pslab.train(mode=mode, steps=steps, batch=batch, hidden=hidden, lr=lr, seed=seed)
-    want, scores = one_worker(max(layers, 2), hidden, m, batch, steps, lr, seed)
-    assert list(run.weights) == list(want)
-    got_scores = [(r.loss, r.accuracy) for r in run.history]
-    if schedule != "looped-bfs" or m == 1:
-        assert got_scores == scores  # every step's weights score the same bits
-        for name in want:
-            assert torch.equal(run.weights[name], want[name]), name
-    else:
-        for (a, b), (c, d) in zip(got_scores, scores):
-            assert a == pytest.approx(c, rel=1e-6) and b == pytest.approx(d, abs=1e-3)
-        for name in want:
-            torch.testing.assert_close(run.weights[name], want[name], rtol=1e-6, atol=1e-7)
+    for steps in (1, 2, 3):
+        run = pslab.train(mode=mode, steps=steps, batch=batch, hidden=hidden, lr=lr, seed=seed)
+        want, scores = one_worker(max(layers, 2), hidden, m, batch, steps, lr, seed)
+        assert list(run.weights) == list(want)
+        got_scores = [(r.loss, r.accuracy) for r in run.history]
+        if schedule != "looped-bfs" or m == 1:
+            assert got_scores == scores  # every step's weights score the same bits
+            for name in want:
+                assert torch.equal(run.weights[name], want[name]), (name, steps)
+        else:
+            for (a, b), (c, d) in zip(got_scores, scores):
+                assert a == pytest.approx(c, rel=1e-6) and b == pytest.approx(d, abs=1e-3)
+            for name in want:
+                torch.testing.assert_close(run.weights[name], want[name], rtol=1e-6,
+                                           atol=1e-7)
 
 
 def test_looped_bfs_sums_in_another_order():
