@@ -215,17 +215,38 @@ def test_async_finishes_without_a_sigstopped_worker_every_time(monkeypatch):
     ({"RANK": "7", "WORLD_SIZE": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
      ["--out", "x"], "RANK must be from 0 to WORLD_SIZE - 1"),
 ])
-def test_torchrun_entry_usage_errors_are_one_line_and_exit_2(tmp_path, env, args, words):
+def test_torchrun_entry_usage_errors_are_one_line_and_exit_2(tmp_path, env, args, words,
+                                                            monkeypatch, capsys):
+    """What `python -m pslab.processes` runs (run_rank), called here: a fresh Python per case
+    would import torch five times; the command itself is run once, below."""
+    from pslab.processes.torchrun import run_rank
+
+    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        run_rank(args)
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0] and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []  # nothing written before the mistake was seen
+
+
+def test_the_torchrun_entry_command_says_a_usage_error_in_one_line_and_exits_2(tmp_path):
     import subprocess
     import sys
 
     clean = {k: v for k, v in os.environ.items()
              if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-    out = subprocess.run([sys.executable, "-m", "pslab.processes", *args], cwd=tmp_path,
-                         env=dict(clean, **env), capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "pslab.processes", "--out", "x"], cwd=tmp_path,
+                         env=clean, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and words in lines[0] and "Traceback" not in out.stderr, out.stderr
+    assert len(lines) == 1 and "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set" in lines[0]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_notebook_06_run_twice_at_once_never_collides(tmp_path):

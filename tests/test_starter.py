@@ -159,28 +159,27 @@ time.sleep(120)
 @pytest.mark.parametrize("caller", ["train", "warm"])
 def test_a_caller_stopped_by_sigterm_while_its_forkserver_starts_leaves_nothing(tmp_path,
                                                                                  caller):
-    """SIGTERM reaches the caller at seeded moments after its forkserver was spawned and while
+    """SIGTERM reaches the caller at a seeded moment after its forkserver was spawned and while
     that server still imports torch (well over a second): in a run, or after `warm()` with
     nothing running. The caller ends by the signal and, once the server has ended too, its
     temporary folder holds nothing (no pymp-* folder, no run folder)."""
     psutil = pytest.importorskip("psutil")
-    rng = random.Random(37)
-    for delay in [rng.uniform(0.0, 0.5) for _ in range(2)]:
-        folder = tmp_path / f"{delay:.3f}"
-        folder.mkdir()
-        script = subprocess.Popen([sys.executable, "-c", COLD[caller]], stdout=subprocess.PIPE,
-                                  text=True, env=dict(os.environ, TMPDIR=str(folder)))
-        assert script.stdout.readline() == "imported\n"
-        deadline = time.monotonic() + 60
-        while not list(folder.glob("pymp-*")) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(delay)
-        helpers = [p.pid for p in psutil.Process(script.pid).children()]
-        script.send_signal(signal.SIGTERM)
-        assert script.wait(60) == -signal.SIGTERM, delay
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (list(folder.iterdir()) or
-                                               any(psutil.pid_exists(p) for p in helpers)):
-            time.sleep(0.1)
-        assert list(folder.iterdir()) == [], delay
-        assert helpers and not any(psutil.pid_exists(p) for p in helpers), delay
+    delay = random.Random(f"37-{caller}").uniform(0.0, 0.5)
+    folder = tmp_path / "tmp"  # the caller's temporary folder: nobody else writes there
+    folder.mkdir()
+    script = subprocess.Popen([sys.executable, "-c", COLD[caller]], stdout=subprocess.PIPE,
+                              text=True, env=dict(os.environ, TMPDIR=str(folder)))
+    assert script.stdout.readline() == "imported\n"
+    deadline = time.monotonic() + 60
+    while not list(folder.glob("pymp-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(delay)
+    helpers = [p.pid for p in psutil.Process(script.pid).children()]
+    script.send_signal(signal.SIGTERM)
+    assert script.wait(60) == -signal.SIGTERM, delay
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (list(folder.iterdir()) or
+                                           any(psutil.pid_exists(p) for p in helpers)):
+        time.sleep(0.1)
+    assert list(folder.iterdir()) == [], delay
+    assert helpers and not any(psutil.pid_exists(p) for p in helpers), delay
