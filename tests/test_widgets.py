@@ -424,6 +424,18 @@ def test_sync_collapsing_at_a_large_lr_is_explained_with_an_lr_that_trains(name,
     assert "DIVERGED" not in dash.why.value
 
 
+@pytest.mark.parametrize("mode", ["async", "SSP"])
+def test_one_worker_diverging_in_any_mode_is_explained(mode):
+    """With one worker async and SSP are plain SGD, as sync is: at lr 10 they diverge too and
+    the red line says why (it was empty: the async/SSP line compares N pushes with their mean,
+    and there is one)."""
+    dash = Dashboard("000", settle_delay=None, workers=1, mode=mode, lr=10.0)
+    assert dash.run.diverged
+    why = html.unescape(dash.why.value)
+    assert why.count("DIVERGED. Why: at learning rate 10") == 1 and "plain SGD" in why, why
+    assert "#c62828" in why, why
+
+
 @pytest.mark.parametrize("name", ["default", "000", "002"])
 def test_async_diverging_names_an_lr_that_trains_in_async(name):
     """At the lr slider's top end async diverges, and sync's step (lr / N) may diverge too: the

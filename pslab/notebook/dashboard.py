@@ -112,18 +112,20 @@ class DashboardBase(Ahead):
             lines.insert(0, self.status)
         column = W.Layout(flex="1 1 260px", min_width="0", overflow="hidden")
         columns = W.HBox([W.VBox(part, layout=column) for part in parts],
-                         layout=W.Layout(flex_flow="row wrap", width="100%",
+                         layout=W.Layout(flex_flow="row wrap", width="100%", max_width="1200px",
                                          align_items="flex-start"))
-        texts = W.VBox(lines, layout=W.Layout(margin="0 4px", min_width="0"))
+        texts = W.VBox(lines, layout=W.Layout(margin="0 4px", min_width="0", max_width="1200px"))
         main = list(self.figures.values())[:2]
-        for fig in main:  # one under the other in a projector's cell, side by side when wide
-            fig.layout.flex = "1 1 480px"
+        # one under the other in a projector's cell, side by side when wide; there the
+        # timeline takes two thirds of what the cell has beyond the two (it carries the lesson)
+        for fig, flex in zip(main, ("2 1 560px", "1 1 400px")):
+            fig.layout.flex = flex
         plots = W.HBox(main, layout=W.Layout(flex_flow="row wrap", width="100%",
                                              align_items="flex-start"))
         # (a slider's 28-px inner row overflows its 23-px box by a few px: padded in)
         # at the top: "Not live yet" while no kernel is behind a saved view (live_note.js)
         return W.VBox([LiveNote(), columns, texts, plots, *extra, self.code],
-                      layout=W.Layout(width="100%", max_width="1200px", padding="3px 0 0 0"))
+                      layout=W.Layout(width="100%", padding="3px 0 0 0"))
 
     # ---- hooks ------------------------------------------------------------------------------
     @property

@@ -13,7 +13,8 @@ Three surprises a student meets at once, and misreads without a word:
 - async with a straggler can end better trained than with equal workers: once the others are
   done, the straggler's last updates are its own, one after another on fresh weights (plain
   SGD), where equal workers' last updates are all N − 1 stale;
-- sync itself blows up at a large learning rate: its one averaged step overshoots;
+- sync itself blows up at a large learning rate: its one averaged step overshoots (so does
+  any mode with one worker: plain SGD);
 - a latency-bound transfer's share of the run grows as the run gets shorter (more shards)
   while its time stays the same.
 Each clause is said only where the two runs' numbers show it.
@@ -79,10 +80,13 @@ def _fix(trains: float | None) -> str:
 
 def sync_reason(run: Run, lr: float, trains: float | None) -> str | None:
     """Why sync itself blew up (None when it did not): its one averaged step is too long; the
-    largest learning rate below that trains (`trains`, None when none was found)."""
-    if run.mode != "sync" or not run.diverged:
+    largest learning rate below that trains (`trains`, None when none was found). Any mode
+    with one worker is plain SGD, as sync is, and is said so."""
+    if not run.diverged or (run.mode != "sync" and run.workers > 1):
         return None
-    return (f"DIVERGED. Why: at learning rate {lr:g} even sync's one averaged step overshoots: "
+    step = ("even sync's one averaged step" if run.mode == "sync" else
+            f"even one worker's step (with one worker {run.mode} is plain SGD, as sync is)")
+    return (f"DIVERGED. Why: at learning rate {lr:g} {step} overshoots: "
             f"each update lands further from the minimum than the last.{_fix(trains)}")
 
 
