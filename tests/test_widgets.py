@@ -341,6 +341,42 @@ def test_dashboard_has_no_fixed_pixel_width_wider_than_a_projector_cell():
         assert fig.layout.width in ("100%", "auto")
 
 
+def test_a_diverged_runs_lr_search_follows_the_curve_a_run_per_turn_and_yields_to_a_slider():
+    """Figure 000's async diverges at lr 1 with 8 workers: the settle draws the loss curve and
+    the numbers, and the why-line's search for an lr that trains follows, one run per turn of
+    the event loop (the why-line faded, the status busy: not ready). A slider moved during the
+    search stops it at once; "ready" comes with the new values' line, naming an lr whose run
+    (cached) trains."""
+    async def scenario() -> None:
+        dash = Dashboard("000", settle_delay=None, workers=8)
+        while dash.pending:
+            await asyncio.sleep(0)
+        turns = len(dash.finish_ms)
+        dash.set(mode="async", lr=1.0)  # no delay: the settle runs in this call
+        assert dash.run.diverged and dash.numbers_for == dash.settings
+        assert dash.pending and dash.why.layout.opacity == "0.45"
+        assert 'data-state="busy"' in dash.status.value and "trying" in dash.status.value
+        await asyncio.sleep(0)  # one turn: one run (0.5, the start's lr, diverged: a bisection)
+        assert len(dash.finish_ms) == turns + 1 and dash.pending
+        assert 'data-state="ready"' not in dash.status.value
+        searched = [key for key in dash.view.cache._runs if key[1] and key[0].workers == 8
+                    and key[0].lr < 1.0]
+        dash.set(workers=7)  # a slider moves: the search of the 8 workers' run stops
+        for _ in range(200):
+            await asyncio.sleep(0)
+            if not dash.pending:
+                break
+        assert 'data-state="ready"' in dash.status.value and dash.why.layout.opacity == "1"
+        assert searched == [key for key in dash.view.cache._runs if key[1]
+                            and key[0].workers == 8 and key[0].lr < 1.0]
+        why = html.unescape(dash.why.value)
+        assert "DIVERGED" in why and "all 7 pushes" in why, why
+        fix = float(why.split("Learning rate ")[1].split(" trains")[0])
+        assert not dash.view.cache.get(dash.settings.changed(lr=fix), True).diverged
+
+    asyncio.run(scenario())
+
+
 def test_ready_only_when_everything_shown_is_of_the_controls_values():
     """Quick moves: the numbers and the loss curve fade while stale; 'ready' shows only when
     the timeline, the loss curve and the bold numbers are all of the controls' values, even

@@ -14,8 +14,13 @@ A subclass builds its `controls` (name -> widget, in the order they are laid out
     settings   property: what the controls say now (compared with ==)
     run        property: what is on show (None before the first run)
     refresh()  the fast path: draw the clock-only run of `settings`
-    compute()  the slow path: the full run drawn, `numbers` and `why` written; returns the
+    compute()  the slow path: the full run drawn, `numbers` (and `why`) written; returns the
                settings it drew (the base checks they are still the controls')
+    finish()   the slow path's second part, if it has one (default None): a generator that
+               writes `why` and yields a line of status before each run it still needs. With
+               an event loop it runs one such run per turn, so a control that moves meanwhile
+               is answered after one run and stops it; `why` stays faded and the status busy
+               until it ends, and only then "ready". Without a loop it runs at once.
     describe() the bold numbers as one line of text (also the notebook's text/plain)
     snapshot() the PNG a saved notebook shows readers without a kernel
     code_text() the run as one line of Python ("" for none)
@@ -84,7 +89,11 @@ class DashboardBase(Ahead):
         self.widget = self._layout(extra)
         self.widget.add_class("pslab-dashboard")
         self.latencies_ms: list[float] = []  # fast path (clock only) per change
-        self.settle_ms: list[float] = []  # slow path per settle
+        self.settle_ms: list[float] = []  # slow path per settle (`compute`)
+        self.finish_ms: list[float] = []  # its second part (`finish`), per turn of the loop
+        self.ready_ms: list[float] = []  # from a settle's start to "ready"
+        self._finishing: Iterator[str] | None = None  # the second part, while it runs
+        self._finish_handle: asyncio.Handle | None = None
         self.errors: list[str] = []
         self._handle: asyncio.TimerHandle | None = None
         self._holding = False
@@ -165,14 +174,20 @@ class DashboardBase(Ahead):
         path drew)."""
         return drawn == self.settings
 
+    def finish(self) -> Iterator[str] | None:
+        """The slow path's second part: writes `why`, yielding a status line before each run
+        it still needs (see the module docstring); None: `compute` wrote everything."""
+        return None
+
     def faded(self) -> tuple[W.Widget, ...]:
         """The parts of the slow path, faded while they show older values than the timeline."""
         return (list(self.figures.values())[1], self.numbers, self.why)
 
     @property
     def pending(self) -> bool:
-        """True while a slow path is owed (the sliders have not rested yet)."""
-        return self._handle is not None
+        """True while a slow path is owed (the sliders have not rested yet, or its second part
+        still runs)."""
+        return self._handle is not None or self._finishing is not None
 
     # ---- public ------------------------------------------------------------------------------
     def set(self, **values: Any) -> "DashboardBase":
@@ -200,6 +215,7 @@ class DashboardBase(Ahead):
     def settle(self) -> None:
         """Run the slow path for the controls' values now and redraw everything."""
         self._cancel_settle()
+        self._stop_finish()
         try:
             t0 = time.perf_counter()
             drawn = self.compute()
@@ -215,10 +231,58 @@ class DashboardBase(Ahead):
                 self.fade(True)
                 self._schedule_settle()
                 return
-            self.set_status("ready", self.ready_text())
-            self._start_ahead()
+            self._finish(self.finish(), t0)
         except Exception as exc:
             self.fail(exc)
+
+    def _finish(self, steps: Iterator[str] | None, t0: float) -> None:
+        """The slow path's second part: all at once without an event loop; else up to its
+        first run now and one run per turn of the loop after; then "ready"."""
+        loop = _running_loop()
+        if steps is not None and loop is None:
+            for _ in steps:
+                pass
+        elif steps is not None:
+            text = next(steps, None)
+            if text is not None:  # a run is needed: in the next turn, after any key press
+                self.why.layout.opacity = FADED
+                self.set_status("busy", html.escape(text))
+                self._finishing = steps
+                self._finish_handle = loop.call_soon(self._finish_turn, t0)
+                return
+        self._ready(t0)
+
+    def _finish_turn(self, t0: float) -> None:
+        """One run of the second part (then the next turn, or "ready")."""
+        self._finish_handle = None
+        steps = self._finishing
+        try:
+            turn = time.perf_counter()
+            text = next(steps, None)
+            self.finish_ms.append((time.perf_counter() - turn) * 1000)
+        except Exception as exc:
+            self._finishing = None
+            self.fail(exc)
+            return
+        if text is not None:
+            self.set_status("busy", html.escape(text))
+            self._finish_handle = asyncio.get_running_loop().call_soon(self._finish_turn, t0)
+            return
+        self._finishing = None
+        self.why.layout.opacity = "1"
+        self._ready(t0)
+
+    def _stop_finish(self) -> None:
+        """A control moved (or a new settle began): the second part is of other values."""
+        if self._finish_handle is not None:
+            self._finish_handle.cancel()
+            self._finish_handle = None
+        self._finishing = None
+
+    def _ready(self, t0: float) -> None:
+        self.ready_ms.append((time.perf_counter() - t0) * 1000)
+        self.set_status("ready", self.ready_text())
+        self._start_ahead()
 
     def set_status(self, state: str, text: str) -> None:
         """The status line: "ready" (green), "busy" (amber) or "error" (red), and its text."""
@@ -249,6 +313,7 @@ class DashboardBase(Ahead):
         if self._holding:
             return
         self._stop_ahead()
+        self._stop_finish()
         try:
             t0 = time.perf_counter()
             self.refresh()
@@ -267,10 +332,7 @@ class DashboardBase(Ahead):
 
     def _schedule_settle(self) -> None:
         self._cancel_settle()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = _running_loop()
         if loop is None or self.settle_delay is None:
             self.settle()
             return
@@ -289,3 +351,11 @@ class DashboardBase(Ahead):
         bundle["text/plain"] = self.plain()
         bundle["image/png"] = base64.b64encode(self.snapshot()).decode("ascii")
         return bundle
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop (a kernel's), or None (tests, scripts)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -16,15 +16,17 @@ At 1024x768 with the file browser open the controls (two columns), the timeline 
 curve share one screen, the captions and numbers under them. While a slider moves, each value
 runs the clock only (`numerics=False`) and redraws the timeline at once; the loss curve and the
 numbers fade until the sliders have been still for `settle_delay` seconds and the run is
-repeated with the arithmetic; "ready" shows only when everything shown is of the controls'
-values. Without a running event loop (tests, scripts) that happens at once. Matplotlib draws
+repeated with the arithmetic; where a diverged run's line names the largest learning rate
+that trains, the runs that find it follow, one per turn of the kernel's event loop (a slider
+moved meanwhile is answered at once after one of them); "ready" shows only when everything
+shown is of the controls' values. Without a running event loop (tests, scripts) that happens at once. Matplotlib draws
 the static picture a saved notebook keeps (`pslab.notebook.liveview.snapshot_of`).
 """
 from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from typing import Any, Generator, Iterator
 
 import ipywidgets as W
 
@@ -99,7 +101,7 @@ class Dashboard(DashboardBase):
 
     @property
     def pending(self) -> bool:
-        return self._handle is not None or self.view.pending
+        return super().pending or self.view.pending
 
     def check(self, values: dict[str, Any]) -> None:
         self.settings.changed(**values)  # the rule a dashboard is built by
@@ -133,15 +135,18 @@ class Dashboard(DashboardBase):
         return [timeline_panel(run, palette, rows, nice_ceiling(run.makespan * 1.02))]
 
     def compute(self) -> Settings:
-        """Run the arithmetic for the current settings; the loss curve, numbers, why-lines."""
+        """Run the arithmetic for the current settings; the loss curve and numbers."""
         settings = self.settings
         if self.view.settle(progress=lambda text: self.set_status("busy", text + "…")):
             self.figures["training"].show(*curves(*self.view.curves()))
         self._write_captions(settled=True)
         self.numbers.value = (f"<div style='{TEXT_STYLE}'><b>"
                               + html.escape(describe(self.view.run)) + "</b></div>")
-        self.why.value = self._why(settings)
         return settings
+
+    def finish(self) -> Iterator[str]:
+        """The why-lines, after the runs of a diverged run's learning-rate search."""
+        return self._write_why(self.settings)
 
     def current(self, drawn: Settings) -> bool:
         return drawn == self.settings and self.view.current(drawn)
@@ -166,24 +171,32 @@ class Dashboard(DashboardBase):
                 f"<div style='{TEXT_STYLE};overflow-wrap:normal;word-break:keep-all'>"
                 + html.escape(text).replace("\n", "<br>") + "</div>")
 
-    def _why(self, settings: Settings) -> str:
-        """Lines under the numbers that explain a surprise between modes (empty if none)."""
-        if self.view.run is None:
-            return ""
+    def _write_why(self, settings: Settings) -> Iterator[str]:
+        """Write the lines under the numbers that explain a surprise between modes (empty if
+        none); yields a status line before each run the learning-rate search needs."""
         run = self.view.run
-        trains = self._trains(settings) if run.diverged else None
-        return why_html(run, self.view.sync_twin(), settings.lr, settings.slowdown > 1,
-                        LR_VALUES, settings.links, trains, settings.palette)
+        if run is None:
+            self.why.value = ""
+            return
+        trains = (yield from self._trains(settings)) if run.diverged else None
+        self.why.value = why_html(run, self.view.sync_twin(), settings.lr, settings.slowdown > 1,
+                                  LR_VALUES, settings.links, trains, settings.palette)
 
-    def _trains(self, settings: Settings) -> float | None:
+    def _trains(self, settings: Settings) -> Generator[str, None, float | None]:
         """The largest grid learning rate below `settings.lr` at which this mode does not
-        diverge (None if none does): bisected over the grid, as divergence comes with a larger
-        lr, so 4 runs at most (each cached); the one named has been run and trains."""
+        diverge (None if none does): the next one down first (most often it trains: one run),
+        else bisected over the rest, as divergence comes with a larger lr (5 runs at most, each
+        cached; a status line yielded before each run not cached yet); the one named has been
+        run and trains."""
         below = sorted(v for v in LR_VALUES if v < settings.lr)
         trains, diverges = -1, len(below)
         while diverges - trains > 1:
-            mid = (trains + diverges) // 2
-            if self.view.cache.get(settings.changed(lr=below[mid]), True).diverged:
+            mid = diverges - 1 if diverges == len(below) else (trains + diverges) // 2
+            candidate = settings.changed(lr=below[mid])
+            if not self.view.cache.has(candidate, True):
+                yield (f"diverged: finding the largest learning rate that trains "
+                       f"(trying {below[mid]:g})…")
+            if self.view.cache.get(candidate, True).diverged:
                 diverges = mid
             else:
                 trains = mid
