@@ -318,15 +318,21 @@ class Simulation:
             self.start_step(rank, step + 1)
 
     def pushed_one(self, rank: int, step: int) -> None:
-        """SSP: the worker's push is sent; it may go on unless it is too far ahead."""
+        """SSP: the worker's push is sent; it may go on unless it is too far ahead. If it was
+        the slowest, the steps it held back start too. On duplex links the shard answers the
+        worker whose push this is first (its answer is the reply to that push, ready at once),
+        then the workers it released; on one-at-a-time links, the seed model, they go first."""
         counts = self.how_many
         counts[step] -= 1
         counts[step + 1] += 1
-        if counts[self.slowest] == 0:
-            while counts[self.slowest] == 0:
-                self.slowest += 1
+        moved = counts[self.slowest] == 0
+        while counts[self.slowest] == 0:
+            self.slowest += 1
+        if moved and self.in_order:
             self.release()
         self.start_step(rank, step + 1)
+        if moved and not self.in_order:
+            self.release()
 
     def release(self) -> None:
         """SSP: the slowest worker moved on; start the held steps the bound now allows."""

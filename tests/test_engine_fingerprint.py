@@ -135,11 +135,15 @@ PINNED = {  # fingerprints(): timing-only on commit 1111cc9, numerics re-pinned 
 # model is new, so these are new pins, of fingerprints("duplex") on the engine that introduced
 # it; the cases where no fetch meets a push (sync's barrier with these costs, SSP(0), free
 # networks, the ring) hash as on one-at-a-time links. Losses: the arithmetic is the same code
-# as above, in the order these pins fix.
+# as above, in the order these pins fix. Re-pinned on 2026-11-27 (h33): "SSP(2) uneven shards1"
+# (was bb820ea61e5432cc) and "numerics SSP(2) shards4" (was aa8a87628ef6805b): on duplex links
+# a push that releases held SSP workers is answered before them (the shard answers the push at
+# once; measured with a straggler, seed 49111 #5, the clock's pusher-last order made SSP 33 %
+# slow); one-at-a-time links keep the seed's order, and their pins above are unchanged.
 DUPLEX_PINNED = {
     "sync": "c922740825412452",
     "async jitter shards4": "256f39ee818969a1",
-    "SSP(2) uneven shards1": "bb820ea61e5432cc",
+    "SSP(2) uneven shards1": "a06e891544d36029",
     "SSP(0) jitter": "dc2f97d0c3c1e092",
     "SSP(1) free": "9f63a7264743f266",
     "Backup(1) jitter": "30f4cddefc51f2f8",
@@ -155,7 +159,7 @@ DUPLEX_PINNED = {
     "SSP(2) 200 busy shards": "23eb077b87ee7eef",
     "numerics sync": "d6c3161dc23ebcb7",
     "numerics async jitter": "73bc1fb31e55f086",
-    "numerics SSP(2) shards4": "aa8a87628ef6805b",
+    "numerics SSP(2) shards4": "fd5247c74718a92c",
     "numerics Backup(1)": "3de7c6439e12f4ec",
     "numerics SoftSync(2) accumulate3": "c0ab9902914351dd",
     "numerics allreduce": "33fec71a5bc90e8a",

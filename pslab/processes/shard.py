@@ -11,7 +11,9 @@ default duplex one); with transfers="wire" the real link, full duplex, times the
 and the lock holds the updates only. When a worker may go on is the mode's call (`Policy`):
 after its push, a worker gets the weights of its next step once the policy lets it start
 that step. The workers of a barrier's round (sync, Backup) get theirs in rank order, as the
-simulated server books their fetches, on every shard alike.
+simulated server books their fetches, on every shard alike; with a staleness bound (SSP) the
+worker whose push a shard took is answered first, then the workers that push released, by
+step and in the order they were held: the simulated duplex server's order.
 """
 from __future__ import annotations
 
@@ -60,6 +62,11 @@ class Shard:
         self.members: dict[int, list[int]] = {}
         self.answered_members: dict[int, set[int]] = {}
         self.round_stale = 0  # largest staleness among the pushes of the update being built
+        # SSP: the workers held back by the bound ((step, worker), in the order they were held)
+        # and those whose answers go out next, in this order (see queue_answers)
+        self.gated = not job.policy.waits_for_update and job.policy.bound < job.steps
+        self.held: list[tuple[int, int]] = []
+        self.line: list[int] = []
         self.errors: list[str] = []
         self.arrived = [job.start_step] * job.workers  # pushes that reached the shard
         self.finished = 0  # worker threads that are done
@@ -96,14 +103,14 @@ class Shard:
                     turn = 1 - turn
                     posted = dist.irecv(bufs[turn], src=rank)
                 if kind == PULL:
-                    self.reply(w, rank, step, buf)
+                    self.reply(w, rank, step, buf, queued=False)
                     continue
                 seq = self.take(w, step, version, payload(buf), (sent, arrived))
                 if kind == LAST:
                     return
                 if seq is not None:  # a dropped push (a backup worker's late one) waits not
                     self.wait_to_start(w, step + 1, seq)
-                self.reply(w, rank, step + 1, buf)
+                self.reply(w, rank, step + 1, buf, queued=self.gated)
         except RuntimeError as e:  # gloo: the worker died, or stayed silent past the timeout
             self.lose(w, e)
         finally:
@@ -142,6 +149,8 @@ class Shard:
             seq = self.received
             applied = self.server.push(self.index, grad, lag)
             self.pushed[w] = step + 1
+            if self.gated:
+                self.queue_answers(w, step + 1)
             stale, self.round_stale = (self.round_stale, 0) if applied else (0, self.round_stale)
             new_version, keys = self.server.pull(self.index)
             self.state.notify_all()
@@ -171,10 +180,41 @@ class Shard:
         with self.state:
             self.wait(may_go)
 
-    def reply(self, w: int, rank: int, step: int, buf) -> None:
+    def queue_answers(self, w: int, step: int) -> None:
+        """SSP, holding self.state, worker w's push just taken: w joins the line of answers if
+        the bound lets it start `step`, else it is held; the held workers the bound now lets
+        go join the line too, by step, each step's in the order they were held. On the wire
+        (the duplex links of the clock's pushed_one) w goes first; with transfers="model" (the
+        one-at-a-time links it plays) after them."""
+        pusher = []
+        if step < self.job.steps:  # (after its last push a worker is not answered)
+            slowest = min((self.pushed[v] for v in self.alive), default=math.inf)
+            if self.job.policy.may_start(step, slowest):
+                pusher = [w]
+            else:
+                self.held.append((step, w))
+        if self.job.options.wire:
+            self.line += pusher
+        self.release_held()
+        if not self.job.options.wire:
+            self.line += pusher
+
+    def release_held(self) -> None:
+        """SSP, holding self.state: the held workers the bound lets go now join the line."""
+        slowest = min((self.pushed[v] for v in self.alive), default=math.inf)
+        go = sorted((x for x in self.held if self.job.policy.may_start(x[0], slowest)),
+                    key=lambda x: x[0])  # stable: each step's in the order they were held
+        self.line += [v for _, v in go]
+        self.held = [x for x in self.held if x not in go]
+
+    def reply(self, w: int, rank: int, step: int, buf, queued: bool) -> None:
         """Answer with the shard's weights: this is the worker's fetch. With transfers="wire"
-        the worker draws it (it alone knows when the weights arrived)."""
+        the worker draws it (it alone knows when the weights arrived). queued: SSP's answer to
+        a push, sent in its turn in the line (queue_answers)."""
         wire, in_order = self.job.options.wire, self.job.order is not None
+        if queued:
+            with self.state:
+                self.wait(lambda: bool(self.line) and self.line[0] == w)
         if in_order:  # sync: a round's workers are answered in rank order, on every shard
             with self.state:  # (as the simulated server books them), not in thread wake-up
                 self.wait(lambda: self.answered[step] == w)  # order, which differs per shard
@@ -190,6 +230,10 @@ class Shard:
         dist.send(pack(buf, REPLY, step, version, keys, sent=a), dst=rank)
         if not wire:  # model: the link was held for the model's time, then the send returned
             self.report.hold("spans", [Span(w, self.index, "fetch", a, self.now(), step)])
+        if queued:
+            with self.state:
+                self.line.pop(0)
+                self.state.notify_all()
         if in_order or w in round_:
             with self.state:
                 self.answered[step] += 1
@@ -222,6 +266,10 @@ class Shard:
         policy = self.job.policy
         with self.state:
             self.alive.discard(w)
+            if self.gated:  # its answer will never go out; and the slowest may have moved
+                self.line = [v for v in self.line if v != w]
+                self.held = [x for x in self.held if x[1] != w]
+                self.release_held()
             if isinstance(error, Stuck) or (policy.waits_for_update and
                                             len(self.alive) < self.server.aggregate):
                 self.errors.append(str(error) if isinstance(error, Stuck) else
