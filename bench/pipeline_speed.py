@@ -124,14 +124,14 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
     beside the clock, as the network bench compares the parameter-server modes. Per case the
     link is calibrated (pslab.processes.calibrate) and the clock runs on it with the measured
     time of the run's message size (at_size); PyTorch's single-stage classes (GPipe, 1F1B)
-    post receives late, the multi-stage runtime where its sweep puts them: the clock posts them
-there (processes.POSTED, pslab/pipeline/clock.py). Each action
+    post receives late, the multi-stage runtime where its plan puts them: the clock posts them
+there (processes.receives_of, pslab/pipeline/clock.py). Each action
     sleeps its drawn seconds. measured: the schedule's span per step (span_time, the median
     of the steps after the first); error: simulated / measured - 1; also the clock with every
     receive posted early and rank 1's receive waits. Then the summary: median and worst |error|, `met`."""
     import secrets
 
-    from pslab.pipeline.processes import POSTED, span_time, step_time, train_across
+    from pslab.pipeline.processes import receives_of, span_time, step_time, train_across
     from pslab.pipeline.simulated import simulate_pipeline
     from pslab.processes.calibrate import calibrate
     from pslab.processes.hosts import Hosts, unavailable
@@ -156,14 +156,15 @@ there (processes.POSTED, pslab/pipeline/clock.py). Each action
             real = train_across(pipe, [hosts.namespace(r) for r in range(p)], steps=steps,
                                 batch=BATCH)
         measured = span_time(real)
+        posts = receives_of(pipe)
         clock = {where: simulate_pipeline(Settings(mode=pipe, steps=2, numerics=False,
-                                                   cluster=cluster), where).step_time
-                 for where in ("early", POSTED[schedule])}
-        simulated = clock[POSTED[schedule]]
+                                                   cluster=cluster), posts if where else
+                                          "early").step_time for where in (False, True)}
+        simulated = clock[True]
         took = measured_times(real, pipe.split, v)  # the compute with PyTorch's per-action work
         own = simulate_pipeline(Settings(mode=pslab.Pipeline(
             stages=p, microbatches=m, schedule=schedule, chunks=v, times=took), steps=2,
-            numerics=False, cluster=cluster), POSTED[schedule]).step_time
+            numerics=False, cluster=cluster), posts).step_time
         wait, per_step = receive_waits(real)
         out.append(row(SECTION, f"across {p} hosts {rate / 1e6:.1f} Mbit/s, {schedule}"
                        + (f" v={v}" if v > 1 else "") + f" p={p} m={m} F={times[0] * 1e3:.0f} "
@@ -172,7 +173,8 @@ there (processes.POSTED, pslab/pipeline/clock.py). Each action
                        microbatches=m, bandwidth=rate, times=list(times),
                        measured_step=measured, measured_with_checks=step_time(real),
                        simulated_step=simulated, error=simulated / measured - 1,
-                       receives=POSTED[schedule], simulated_early=clock["early"],
+                       receives="late" if posts == "late" else "runtime's plan",
+                       simulated_early=clock[False],
                        measured_times=list(took), simulated_measured_compute=own,
                        error_measured_compute=own / measured - 1,
                        receive_wait=wait,
@@ -180,8 +182,8 @@ there (processes.POSTED, pslab/pipeline/clock.py). Each action
                            link.samples, BATCH * HIDDEN * 4), load=load))
         r = out[-1]
         print(f"  {r['name']}: measured {measured * 1e3:7.1f} ms, simulated "
-              f"{simulated * 1e3:7.1f} ms, error {r['error']:+6.1%} (receives {POSTED[schedule]}; "
-              f"posted early {clock['early'] * 1e3:.0f} ms; with the measured compute "
+              f"{simulated * 1e3:7.1f} ms, error {r['error']:+6.1%} (receives {r['receives']}; "
+              f"posted early {clock[False] * 1e3:.0f} ms; with the measured compute "
               f"{r['error_measured_compute']:+.1%}; load {load:.1f})", flush=True)
     errors = sorted(abs(r["error"]) for r in out)
     median, worst = statistics.median(errors), errors[-1]

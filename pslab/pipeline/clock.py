@@ -12,12 +12,12 @@ the same rank (the tip of ZB-V's V) hand over in memory, at no cost.
 By default a message moves as soon as it is sent (the papers' figures). On gloo it moves only
 once it is sent and its receiver's "ready" notice has come back, so where a receive is posted
 counts (`receives`): PyTorch's single-stage schedule classes (GPipe, 1F1B) post it just before
-the action that needs it ("late"), its multi-stage runtime where a lock-step sweep of the
-lists puts it ("runtime", runtime_posts). That notice leaves the
+the action that needs it ("late"), its multi-stage runtime where its own plan puts it (the
+posts given: processes.receives_of). That notice leaves the
 receiving host behind whatever the host is sending then (one queue out of a host: tc's token
 bucket), so a rank that has just sent its output asks for its next input a transfer later.
 Then ranks run one action at a time in the order of their clocks, so that every receive is
-posted, and every notice sent, in time order (measured across hosts: bench/pipeline_speed.py).
+posted, every message sent and every notice sent in time order (measured across hosts: bench/pipeline_speed.py).
 """
 from __future__ import annotations
 
@@ -61,22 +61,25 @@ Key = tuple[str, int, int]  # (what, stage, micro-batch): an input of an action
 
 def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int, str], float],
             link_time: float, links: dict[tuple[int, int], Resource], start: float,
-            on_action: Callable[[Action], None] | None = None, receives: str = "early"
+            on_action: Callable[[Action], None] | None = None,
+            receives: str | list[dict[int, list[Key]]] = "early"
             ) -> tuple[list[Op], list[Transfer]]:
     """Run one step's lists from time `start`; returns the ops and the transfers, each rank's
     ops in its list's order. seconds[(stage, kind)]: an action's duration; link_time: one
     transfer's seconds (0: free links); links: the directed links' resources, (src, dst) ->
     Resource, made on first use and kept across steps. on_action(action) runs each action's
     arithmetic, in an order where every input exists (the order they are timed in).
-    receives: where a receive is posted, one of RECEIVES: "early" (before the step: a message
-    moves once sent), "late" (when its rank reaches the action that needs it: PyTorch's
-    single-stage classes) or "runtime" (where PyTorch's multi-stage runtime posts it,
-    runtime_posts); a message moves once sent and its receive's notice has come back."""
-    if receives not in RECEIVES:
-        raise ValueError(f"receives must be one of {', '.join(map(repr, RECEIVES))} "
-                         f"(got {receives!r})")
-    posts = None if receives == "early" else \
-        late_posts(lists, len(where) - 1) if receives == "late" else runtime_posts(lists, where)
+    receives: where each receive is posted: "early" (before the step: a message moves once
+    sent), "late" (when its rank reaches the action that needs it: PyTorch's single-stage
+    classes), or per rank {action index: the inputs (Key) asked for on reaching it} (PyTorch's
+    multi-stage runtime: processes.receives_of); a message moves once sent and asked for."""
+    if isinstance(receives, str):
+        if receives not in RECEIVES:
+            raise ValueError(f"receives must be one of {', '.join(map(repr, RECEIVES))} or "
+                             f"each rank's posts (got {receives!r})")
+        posts = None if receives == "early" else late_posts(lists, len(where) - 1)
+    else:
+        posts = receives
     step = _Step(lists, where, seconds, link_time, links, start, on_action, posts)
     while step.ready:  # each rank runs until an input is missing, then waits for that one
         step.run(heappop(step.ready)[1] if posts else step.ready.pop())
@@ -104,6 +107,7 @@ class _Step:
         self.sent: dict[Key, tuple[int, int, str, float]] = {}  # late: sent, not asked for
         self.asked: dict[Key, float] = {}  # late: asked for, not sent: its notice's arrival
         self.posting = [0] * len(lists)  # late: each rank's receives posted up to this action
+        self.ended: list[Action | None] = [None] * len(lists)  # late: outputs not made yet
         self.waiting: dict[Key, int] = {}  # an input not there yet -> the rank waiting for it
         # ranks that can go on: rank 0 first; late, a heap by the time each is free, one
         # action at a time, so that a receive is posted (and its notice sent) in time order
@@ -127,6 +131,9 @@ class _Step:
     def run(self, r: int) -> None:
         """Rank r's actions, from its next one, until one needs an input not there yet."""
         actions, i, t = self.lists[r], self.next[r], self.free[r]
+        if self.ended[r] is not None:  # late: the last action's outputs leave at its end, now
+            self.outputs(r, self.ended[r], t)
+            self.ended[r] = None
         while i < len(actions):
             if self.posts is not None and self.posting[r] <= i:  # the receives due here
                 for key in self.posts[r].get(i, ()):
@@ -144,11 +151,12 @@ class _Step:
             self.ops.append(Op(r, k, kind, mb, begin, t))
             if self.on_action is not None:
                 self.on_action(action)
-            self.outputs(r, action, t)
             i += 1
-            if self.late and i < len(actions):  # the others catch up to `t` first
+            if self.late:  # the others catch up to `t` first: sends are made in time order
+                self.ended[r] = action
                 heappush(self.ready, (t, r))
                 break
+            self.outputs(r, action, t)
         self.next[r], self.free[r] = i, t
 
     def outputs(self, r: int, action: Action, end: float) -> None:
@@ -221,7 +229,7 @@ class _Step:
                 self.ready.append(r)
 
 
-RECEIVES = ("early", "late", "runtime")
+RECEIVES = ("early", "late")
 
 
 def late_posts(lists: list[list[Action]], last: int) -> list[dict[int, list[Key]]]:
@@ -236,38 +244,4 @@ def late_posts(lists: list[list[Action]], last: int) -> list[dict[int, list[Key]
             elif kind in "BI" and k < last:
                 mine[i] = [("B", k, mb)]
         out.append(mine)
-    return out
-
-
-def runtime_posts(lists: list[list[Action]], where: list[int]) -> list[dict[int, list[Key]]]:
-    """Where PyTorch's multi-stage runtime posts each receive (torch's _add_send_recv, on
-    the same lists without its idle ticks): the ranks' lists are swept in lock step, rank 0
-    first, each rank taking its next action when that action's input is posted or made on
-    the rank; an action with a consumer on another rank puts the receive at the end of the
-    consumer's list so far. rank -> {action index: the inputs asked for before it}."""
-    last = len(where) - 1
-    head = [0] * len(lists)
-    have: list[set] = [set() for _ in lists]  # per rank: actions taken and receives posted
-    out: list[dict[int, list[Key]]] = [{} for _ in lists]
-    while any(h < len(a) for h, a in zip(head, lists)):
-        moved = False
-        for r, actions in enumerate(lists):
-            if head[r] == len(actions):
-                continue
-            k, kind, mb = actions[head[r]]
-            if kind == "F" and k and not {("recv F", k, mb), ("F", k - 1, mb)} & have[r]:
-                continue
-            if kind in "BI" and k < last and not \
-                    {("recv B", k, mb), ("I", k + 1, mb), ("B", k + 1, mb)} & have[r]:
-                continue
-            have[r].add((kind, k, mb))
-            to = k + 1 if kind == "F" else k - 1
-            if kind != "W" and 0 <= to <= last and where[to] != r:
-                dst = where[to]
-                out[dst].setdefault(head[dst], []).append(("F" if kind == "F" else "B", to, mb))
-                have[dst].add(("recv F" if kind == "F" else "recv B", to, mb))
-            head[r] += 1
-            moved = True
-        if not moved:
-            raise Deadlock(f"the runtime's receives cannot be placed: {head}")
     return out

@@ -46,11 +46,9 @@ TORCH = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
          "interleaved-1f1b": "ScheduleInterleaved1F1B", "looped-bfs": "ScheduleLoopedBFS",
          "zb-h1": "ScheduleInterleavedZeroBubble", "zbv": "ScheduleZBVZeroBubble"}
 MOST_RANKS = 16  # processes on one machine
-# Where PyTorch's schedule class posts each receive (gloo sends a message only into a posted
-# receive): the clock's `receives` for it. The single-stage classes post it just before the
-# action that needs it; the multi-stage runtime where its lock-step sweep puts it.
-POSTED = {"gpipe": "late", "1f1b": "late", "interleaved-1f1b": "runtime",
-          "looped-bfs": "runtime", "zb-h1": "runtime", "zbv": "runtime"}
+# PyTorch's single-stage schedule classes post each receive just before the action that
+# needs it (gloo sends a message only into a posted receive): the clock's receives="late"
+POSTED_LATE = ("gpipe", "1f1b")
 KIND = {"forward_one_chunk": "forward", "backward_weight_one_chunk": "backward-weight"}
 LETTER = {"forward": "F", "backward": "B", "backward-input": "I", "backward-weight": "W"}
 
@@ -144,6 +142,48 @@ def span_time(run: PipelineRun) -> float:
     if not spans:
         raise ValueError("span_time needs a run of at least 2 steps")
     return statistics.median(b - a for a, b in spans.values())
+
+
+def receives_of(pipe: Pipeline) -> str | list[dict[int, list[tuple[str, int, int]]]]:
+    """Where PyTorch's schedule class for `pipe` posts each receive, as clock.execute takes it:
+    "late" for the single-stage classes; for the multi-stage runtime, read off its own plan
+    (`pipeline_order_with_comms`, built without processes from stand-in stages): per rank,
+    {compute actions run before the receive is posted: the inputs it asks for}."""
+    import logging
+    import warnings
+
+    from torch.distributed.pipelining import schedules
+
+    if pipe.schedule in POSTED_LATE:
+        return "late"
+
+    class Stand:  # what a schedule's constructor reads of a PipelineStage
+        group_rank, group_size, num_stages = 0, pipe.stages, pipe.virtual
+        submod, stage_index = None, 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+        try:
+            plan = getattr(schedules, TORCH[pipe.schedule])(
+                [Stand() for _ in range(pipe.chunks)], pipe.microbatches
+            ).pipeline_order_with_comms
+        finally:
+            logging.disable(logging.NOTSET)
+    computes = ("FORWARD", "FULL_BACKWARD", "BACKWARD_INPUT", "BACKWARD_WEIGHT")
+    out: list[dict[int, list[tuple[str, int, int]]]] = []
+    for r in range(pipe.stages):
+        mine: dict[int, list[tuple[str, int, int]]] = {}
+        done = 0
+        for action in plan[r]:
+            kind = action.computation_type.name
+            if kind in computes:
+                done += 1
+            elif kind in ("RECV_F", "RECV_B"):
+                mine.setdefault(done, []).append(
+                    (kind[-1], action.stage_index, action.microbatch_index))
+        out.append(mine)
+    return out
 
 
 def stage_shapes(pipe: Pipeline, hidden: int, rank: int) -> dict[str, tuple[int, ...]]:

@@ -29,11 +29,11 @@ KIND = {"F": "forward", "B": "backward", "I": "backward-input", "W": "backward-w
 BYTES = 4  # fp32
 
 
-def simulate_pipeline(settings: Settings, receives: str = "early") -> PipelineRun:
+def simulate_pipeline(settings: Settings, receives: str | list = "early") -> PipelineRun:
     """Train the `pipe.layers`-layer MLP for `steps` steps under the settings' Pipeline
     (checked settings): its d replicas side by side, then the flush (all-reduce, update).
-    receives: where each receive is posted (clock.execute): "early" (the papers' figures),
-    "late" or "runtime" (as PyTorch's schedules post them on gloo: processes.POSTED)."""
+    receives: where each receive is posted (clock.execute): "early" (the papers' figures), or
+    as PyTorch's schedule posts them on gloo (processes.receives_of)."""
     pipe, cluster = settings.mode, settings.timing
     lr, batch, steps, seed = settings.lr, settings.batch, settings.steps, settings.seed
     numerics, hidden = settings.numerics, settings.hidden
