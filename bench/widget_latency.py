@@ -11,9 +11,10 @@ work; without a front end ipywidgets would skip it). Goal: median <= 40 ms. The 
 that follows when the sliders rest (the arithmetic, `settle`: until the loss curve and the
 numbers are drawn) is timed once per control and reported apart, and so is "ready": until
 the why-lines are written too (a diverged run's learning-rate search: its runs come one per
-turn of the event loop, and the longest turn is how long a slider moved meanwhile waits). Runs are not served from the dashboard's cache (it is emptied before each
-change), so every change really re-simulates. Prints wall-clock and CPU medians: on a busy
-machine the CPU time shows what the code costs, the wall time what a reader would feel.
+turn of the event loop, and the longest turn is how long a slider moved meanwhile waits).
+Runs are not served from the dashboard's cache (it is emptied before each change), so every
+change really re-simulates. Prints wall-clock and CPU medians: on a busy machine the CPU
+time shows what the code costs, the wall time what a reader would feel.
 """
 from __future__ import annotations
 

@@ -28,11 +28,8 @@ from heapq import heappop, heappush, heapreplace
 from typing import Any, Callable
 
 from .engine import URGENT, Stopped
-from .fastlog import FLUSH, Rows, accumulated, next_hot, pending, same_costs, take_hot
+from .fastlog import FLUSH, Rows, accumulated, next_hot, pending, recorder, same_costs, take_hot
 from .server import ParameterServer
-from .timeline import Record
-
-_new = tuple.__new__
 
 
 def run_duplex(sim: Any, until: float | None) -> bool:
@@ -145,7 +142,6 @@ def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, on_the_way: tuple
                 item = t, seq, start_event, (rank, step + 1)
                 if len(log) > FLUSH:
                     tables.rows.add(log, updates)
-                    del log[:], updates[:]
             seq += 1
             if at.setdefault(t, item) is not item:  # another event is due then: after it
                 tied.setdefault(t, []).append(item)
@@ -197,7 +193,7 @@ def _arrivals(sim: Any, tables: _Tables, on_the_way: tuple, log: list, updates: 
     versions, counts, aggregate = sim.server.versions, sim.server.counts, sim.server.aggregate
     fetched, pushing, lines, seconds = sim.fetched, sim.pushing, tables.lines, tables.seconds
     queue, note = sim.clock.queue, updates.extend
-    staleness, history, progress, nan = sim.push_staleness, sim.history, sim.progress, math.nan
+    staleness, record = sim.push_staleness, recorder(sim)
 
     def arrive(horizon: float) -> float:
         while True:
@@ -227,11 +223,8 @@ def _arrivals(sim: Any, tables: _Tables, on_the_way: tuple, log: list, updates: 
                 staleness.append(stale)
                 if stale > moment[2]:  # the largest staleness of the update being gathered
                     moment[2] = stale
-                if applied_at is not None:  # Simulation.record, no numbers to score
-                    if progress is not None:
-                        progress.update(1)
-                    history.append(_new(Record, (applied_at, nan, nan, moment[2],
-                                                 len(history) + 1, rank, step)))
+                if applied_at is not None:
+                    record(applied_at, moment[2], rank, step)
                     moment[2] = 0
             if not due or due[0][0] > horizon or queue:
                 return now

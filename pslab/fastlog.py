@@ -11,10 +11,13 @@ Layer: actors (below fastloop.py and fastduplex.py), above the clock and the tim
 """
 from __future__ import annotations
 
+import math
 import struct
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
+
+from .timeline import Record
 
 FLUSH = 5 * 1500  # logged values gathered before their rows are made (~1500 events)
 
@@ -60,6 +63,21 @@ def pending(at: dict, tied: dict) -> list:
     return out
 
 
+def recorder(sim: Any) -> Callable[[float, int, int, int], None]:
+    """`record(applied_at, staleness, rank, step)`: Simulation.record with no numbers to score:
+    the progress bar ticks and the update joins the history."""
+    history, progress, nan = sim.history, sim.progress, math.nan
+    new = tuple.__new__  # nan: the very object the actors' records hold, so they compare equal
+
+    def record(applied_at: float, staleness: int, rank: int, step: int) -> None:
+        if progress is not None:
+            progress.update(1)
+        history.append(new(Record, (applied_at, nan, nan, staleness, len(history) + 1, rank,
+                                    step)))
+
+    return record
+
+
 def accumulated(start: float, durations: Any, step: int, k: int) -> float:
     """When a step of k minibatches that starts at `start` ends: its minibatches computed one
     after another (added in order, as the actors add them)."""
@@ -103,9 +121,10 @@ class Rows:
         self.accumulate, self.timeline = sim.accumulate, timeline
 
     def add(self, log: list, updates: list | None = None) -> None:
-        """Add the rows of the logged events to the timeline, in the order the actors add them.
-        updates: the update spans booked between the logged events, flat (after, shard, step,
-        start): each goes in after the rows of the events of the log's first `after` values."""
+        """Add the rows of the logged events to the timeline, in the order the actors add them,
+        and empty `log` and `updates`. updates: the update spans booked between the logged
+        events, flat (after, shard, step, start): each goes in after the rows of the events of
+        the log's first `after` values."""
         del log[len(log) - len(log) % self.width:]  # an event cut short (a 2nd Ctrl-C): no row
         if not log and not updates:
             return
@@ -121,6 +140,9 @@ class Rows:
             at = np.minimum(after.astype(np.intp) // self.width, len(kept))
             items = np.insert(items, ends[at], rows.view("V24").ravel())
         self.timeline.rows.frombytes(memoryview(items.view(np.uint8)))  # no copy in between
+        del log[:]
+        if updates:
+            del updates[:]
 
     def items(self, log: list) -> tuple[np.ndarray, np.ndarray]:
         """The rows of the logged events (each a 24-byte item: code, start, end), and how many

@@ -26,11 +26,8 @@ from heapq import heappop, heapreplace
 from typing import Any
 
 from .engine import Stopped
-from .fastlog import FLUSH, Rows, accumulated, next_hot, pending, same_costs, take_hot
+from .fastlog import FLUSH, Rows, accumulated, next_hot, pending, recorder, same_costs, take_hot
 from .server import ParameterServer
-from .timeline import Record
-
-_new = tuple.__new__
 
 
 def run_inline(sim: Any, until: float | None) -> None:
@@ -111,15 +108,13 @@ def _segment(sim: Any, tables: _Tables, until: float | None) -> bool:
 def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fetched: list,
             log: list, until: float | None) -> bool:
     """Run the two events in time order: a worker starts a step (fetch from every shard, then
-    compute) or its compute ends (push to every shard, the server's update; the worker waits
-    for its pushes). True when another event is next, False when none is left before `until`.
-    Everything the loop reads is a local variable; `moment` gets what it changes."""
+    compute) or its compute ends (push to every shard, the server's update). True when another
+    event is next, False when none is left before `until`; `moment` gets what it changes."""
     (times, at, tied), (now, seq, gathered, version, count) = hot, moment
     (start_event, computed_event), heap = fns, sim.clock.queue
     steps, k, durations, limit = (sim.steps, sim.accumulate, sim.durations,
                                   math.inf if until is None else until)
-    # nan: the very object the actors' records hold, so that records compare equal
-    staleness, history, progress, nan = sim.push_staleness, sim.history, sim.progress, math.nan
+    staleness, record = sim.push_staleness, recorder(sim)
     jobs, pushes, update_jobs, buffered, pad, aggregate = tables.loop
     try:
         while True:
@@ -149,14 +144,10 @@ def _events(sim: Any, tables: _Tables, fns: tuple, hot: tuple, moment: list, fet
                     if pad:
                         applied_at = _book_updates(update_jobs, now, log)
                     count, version = 0, version + 1
-                    if progress is not None:  # Simulation.record, no numbers to evaluate
-                        progress.update(1)
-                    history.append(_new(Record, (applied_at, nan, nan, gathered,
-                                                 len(history) + 1, rank, step)))
+                    record(applied_at, gathered, rank, step)
                     gathered = 0
                 if len(log) > FLUSH:
                     tables.rows.add(log)
-                    del log[:]
                 item = t, seq, start_event, (rank, step + 1)
             seq += 1
             if at.setdefault(t, item) is not item:  # another event is due then: after it

@@ -19,8 +19,9 @@ numbers fade until the sliders have been still for `settle_delay` seconds and th
 repeated with the arithmetic; where a diverged run's line names the largest learning rate
 that trains, the runs that find it follow, one per turn of the kernel's event loop (a slider
 moved meanwhile is answered at once after one of them); "ready" shows only when everything
-shown is of the controls' values. Without a running event loop (tests, scripts) that happens at once. Matplotlib draws
-the static picture a saved notebook keeps (`pslab.notebook.liveview.snapshot_of`).
+shown is of the controls' values. Without a running event loop (tests, scripts) that happens
+at once. Matplotlib draws the static picture a saved notebook keeps
+(`pslab.notebook.liveview.snapshot_of`).
 """
 from __future__ import annotations
 
