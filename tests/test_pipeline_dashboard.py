@@ -9,9 +9,11 @@ from pslab.notebook.pipeline_dashboard import PipelineDashboard
 
 def test_a_change_redraws_the_timeline_and_the_numbers():
     d = PipelineDashboard(settle_delay=None)
-    assert "Pipeline(1f1b, p=4, m=8)" in d.numbers.value and not d.errors
+    assert "1f1b, p = 4, m = 8 on 4 workers" in d.numbers.value and not d.errors
+    assert "rank 0: 4, rank 1: 3, rank 2: 2, rank 3: 1." in d.why.value  # min(p − s, m)
+    assert "The model: 4 layers, 1 a stage" in d.why.value
     d.set(schedule="gpipe", stages=8, microbatches=32)
-    assert "bubble" in d.describe() and "Pipeline(gpipe, p=8, m=32)" in d.describe()
+    assert "bubble" in d.describe() and "gpipe, p = 8, m = 32 on 8 workers" in d.describe()
     panel = d.figures["timeline"].panels[0] if hasattr(d.figures["timeline"], "panels") else None
     run = d.run
     assert run.activations == [32] * 8
@@ -65,7 +67,7 @@ def test_replicas_draw_the_flush_all_reduce_and_say_its_cost():
     d = PipelineDashboard(settle_delay=None, stages=2, microbatches=4)
     d.set(replicas=2, bandwidth=1e3)
     run = d.run
-    assert run.workers == 4 and "Pipeline(1f1b, p=2, m=4, d=2)" in d.describe()
+    assert run.workers == 4 and "1f1b, p = 2, m = 4 on 2 replicas × 2 = 4 workers" in d.describe()
     panel = d.figures["timeline"].panels[0]
     ring = [s for s in run.timeline if s.kind in ("reduce-scatter", "all-gather")
             and s.step == 0 and s.worker < 2]

@@ -282,8 +282,13 @@ class PipelineDashboard(DashboardBase):
     def _numbers(self, s: PipeSettings, run: PipelineRun) -> None:
         self.numbers.value = (f"<div style='{TEXT_STYLE}'><b>{html.escape(self.describe())}"
                               f"</b></div>")
+        pipe = run.pipeline
+        held = ", ".join(f"rank {r}: {a}" for r, a in enumerate(run.activations[:pipe.stages]))
         lines = [f"GPipe: idle share (p−1)/(m+p−1); Megatron: idle over ideal, (p−1)/m. "
-                 f"Activations held: {run.activations[:run.pipeline.stages]}"]
+                 f"Micro-batches held at the peak: {held}.",
+                 f"The model: {pipe.layers} layers, {pipe.layers // pipe.virtual} a stage "
+                 f"(p·v stages, 2 layers at least): p and v change the model, and so the loss; "
+                 f"the schedule does not."]
         if run.pipeline.replicas > 1:
             lines.append(replicas_line(run))
         if self.same is not None:
@@ -295,9 +300,13 @@ class PipelineDashboard(DashboardBase):
         run = self.shown
         if run is None:
             return "no run yet"
-        p, d = run.pipeline.stages, run.pipeline.replicas
-        who = f"{p} workers" + (f" a replica × {d} replicas" if d > 1 else "")
-        return (f"{run.mode} on {who}: step {run.step_time:.3g} s; bubble "
+        pipe = run.pipeline
+        p, d = pipe.stages, pipe.replicas
+        what = f"{pipe.schedule}, p = {p}, m = {pipe.microbatches}" + (
+            f", v = {pipe.chunks}" if pipe.chunks > 1 else "")
+        who = f"{p} worker{'s' if p > 1 else ''}" if d == 1 else \
+            f"{d} replicas × {p} = {d * p} workers"
+        return (f"{what} on {who}: step {run.step_time:.3g} s; bubble "
                 f"{run.bubble_share:.1%} of the ranks' time (GPipe), {run.bubble_ratio:.1%} of "
                 f"the ideal time (Megatron)")
 
