@@ -237,7 +237,9 @@ def test_a_round_of_answers_longer_than_200_ms_of_the_rate_is_queued_not_dropped
     link = Link(0.0, 198232.8, rate)  # as calibrated for the grid (0.955 of the rate)
     case = network.Case("backup", "backup:1", 6, 1, 3, (1.0,) * 5 + (0.5,), "", rate, 0.0388)
     row = network.compare_case(case, link, steps=6)
-    assert abs(row.error) < 0.10, (row.measured_step, row.simulated_step)
+    # within 20 %: the frames dropped cost 33-35 %; a loaded machine (load 10-15, other
+    # programs on the two cores) moves a 6-step measurement by up to ~15 %
+    assert abs(row.error) < 0.20, (row.measured_step, row.simulated_step)
     assert leftovers(own_prefix()) == []
 
 
