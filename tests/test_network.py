@@ -281,7 +281,9 @@ def test_the_bench_grid_is_drawn_from_its_seed_over_the_whole_ranges():
 def test_a_saved_grid_replays_with_todays_model_and_untrusted_rows_are_refused(tmp_path):
     """`python -m bench.network --replay`: every committed grid's cases re-simulated now. The
     parameter-server modes' model is the one the grids ran with, so their simulated steps come
-    back bit for bit; the collectives' differ only by today's ZeRO(3) and ring latency. A row
+    back bit for bit, but SSP's: since the grids ran, the duplex clock answers the worker
+    whose push released held workers before them (the shards' order, measured); the
+    collectives' differ only by today's ZeRO(3) and ring latency. A row
     with a mode not in MODES, or a missing field, is a ValueError naming the file."""
     from bench.network import replay
     from pslab.processes import load_comparison
@@ -296,7 +298,7 @@ def test_a_saved_grid_replays_with_todays_model_and_untrusted_rows_are_refused(t
         # with today's model: all of it comes back bit for bit; older ones, their PS rows
         new = all("steps" in c for c in load_comparison(path).cases)
         for d in done:
-            if new or not d["row"].case.collective:
+            if (new or not d["row"].case.collective) and d["row"].case.mode != "ssp:1":
                 assert d["row"].simulated_step == d["was"], d["row"].case.name
     assert any(all("steps" in c for c in load_comparison(p).cases) for p in grids)
     saved = json.loads(grids[-1].read_text())
