@@ -122,3 +122,23 @@ def test_pipeline_bench_rows_time_what_they_say():
     assert (run.workers, run.pipeline.microbatches, run.updates) == (8, 64, 100)
     share, ratio, held, spans = pipeline_speed.slider()
     assert 0 < share < 1 and ratio > 0 and held == [8, 7, 6, 5, 4, 3, 2, 1] and spans > 0
+
+
+def test_the_pipeline_grid_is_drawn_from_its_seed_and_reads_the_link_at_the_message_size():
+    """The across-hosts grid's cases come from the seed alone (the same seed, the same cases;
+    every case one the schedule takes), and a message's time is read off the calibration's
+    medians between the sizes around it (a ValueError outside them)."""
+    from bench import pipeline_speed
+    from pslab.pipeline.schedules import refusal
+
+    cases = pipeline_speed.draw_across(55159)
+    assert cases == pipeline_speed.draw_across(55159) != pipeline_speed.draw_across(7)
+    assert len(cases) == pipeline_speed.ACROSS_CASES
+    for schedule, v, p, m, rate, (f, b, w) in cases:
+        assert refusal(schedule, p, m, v) is None and 1e6 <= rate <= 1e7
+        assert 0.01 <= f <= 0.03 and b == 2 * f and w == f
+    samples = {2400: 0.004, 4800: 0.014, 9600: 0.034}
+    assert pipeline_speed.at_size(samples, 4800) == 0.014
+    assert pipeline_speed.at_size(samples, 3600) == pytest.approx(0.009)
+    with pytest.raises(ValueError, match="size must lie within"):
+        pipeline_speed.at_size(samples, 20_000)

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailabl
 @pytest.mark.parametrize("schedule", ["1f1b", "zb-h1"])
 def test_a_pipeline_across_hosts_ends_with_the_simulations_weights(schedule, private_tmp,
                                                                    nothing_left):
-    from pslab.pipeline.processes import step_time, train_across
+    from pslab.pipeline.processes import span_time, step_time, train_across
 
     times = (0.01, 0.02, 0.01)
     pipe = pslab.Pipeline(stages=2, microbatches=4, schedule=schedule, times=times)
@@ -27,6 +27,8 @@ def test_a_pipeline_across_hosts_ends_with_the_simulations_weights(schedule, pri
         torch.testing.assert_close(real.weights[name], w, rtol=0, atol=1e-6)
     free = pslab.train(mode=pipe, steps=3, numerics=False, cluster=pslab.Cluster.free())
     assert step_time(real) >= 0.95 * free.step_time  # the sleeps alone: (m + p − 1)(F + B)
+    # the schedule's own span: within the step, which also holds this backend's checks
+    assert 0.95 * free.step_time <= span_time(real) <= step_time(real)
     assert leftovers(own_prefix()) == []
     nothing_left(private_tmp)
 
