@@ -24,6 +24,7 @@ import torch
 
 import pslab
 from pslab.processes import ProcessFailure
+from marked import marked
 from test_pipeline_sgd import one_worker
 
 dist = pytest.importorskip("torch.distributed")
@@ -110,21 +111,9 @@ def test_sigterm_ends_the_caller_and_leaves_nothing(tmp_path):
         # the forkserver ends once it sees its caller gone, then the resource tracker (its pipe
         # is open in the server): 5.5-7 s at load 11 (torch torn down), past 10 s at load 15
         deadline = time.monotonic() + 60
-        while _marked(mark) and time.monotonic() < deadline:
+        while marked(mark) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _marked(mark) == [], delay
+        assert marked(mark) == [], delay
         assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("torchinductor")] \
             == [], delay
 
-
-def _marked(mark: str) -> list[int]:
-    """Pids of live processes whose environment holds PSLAB_TEST_MARK=mark."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if f"PSLAB_TEST_MARK={mark}".encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
