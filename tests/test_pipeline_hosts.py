@@ -27,8 +27,8 @@ def test_a_pipeline_across_hosts_ends_with_the_simulations_weights(schedule, pri
         torch.testing.assert_close(real.weights[name], w, rtol=0, atol=1e-6)
     free = pslab.train(mode=pipe, steps=3, numerics=False, cluster=pslab.Cluster.free())
     assert step_time(real) >= 0.95 * free.step_time  # the sleeps alone: (m + p − 1)(F + B)
-    # the schedule's own span: within the step, which also holds this backend's checks
-    assert 0.95 * free.step_time <= span_time(real) <= step_time(real)
+    # the schedule's own span (no checks between steps): at least the sleeps, within the run
+    assert 0.95 * free.step_time <= span_time(real) <= real.makespan
     assert leftovers(own_prefix()) == []
     nothing_left(private_tmp)
 
