@@ -99,6 +99,7 @@ def rows(quick: bool = False, seed: int | None = None) -> list[dict[str, Any]]:
         out.append({"section": "network", "name": f"link calibrated ({link.asked / 1e6:.2f} "
                     f"Mbit/s asked)", "latency": link.latency, "bandwidth": link.bandwidth,
                     "asked": link.asked, "bandwidth_error": link.error, "ring": link.ring,
+                    "reduce_scatter": link.reduce_scatter,
                     "samples": {str(k): v for k, v in link.samples.items()}})
     out += failed
     summary = network.summary(compared)
@@ -148,10 +149,12 @@ def replay(path: str, ring: dict[str, float] | None = None) -> tuple[list, dict[
             rings = r.get("ring", {})
             if not isinstance(rings, dict):
                 raise ValueError(f"{path}: a link's ring latencies must be a dict")
+            # ring latencies measured before the clock had gloo's reduce-scatter: the paper's
+            scatter = number("reduce_scatter", r.get("reduce_scatter", 1.0), low=1.0, high=100.0)
             links[asked] = Link(number("latency", r["latency"], high=1.0),
                                 number("bandwidth", r["bandwidth"], positive=True), asked,
                                 ring={text("ring key", k, none=False): number("ring", v, high=1.0)
-                                      for k, v in rings.items()})
+                                      for k, v in rings.items()}, reduce_scatter=scatter)
     try:
         return [_replayed(r, links, ring or {}) for r in saved.cases], saved.summary
     except (KeyError, TypeError) as error:

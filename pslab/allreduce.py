@@ -39,6 +39,7 @@ class RingSimulation(Simulation):
         super().__init__(server, workers, policy, cluster, durations, steps, shard_bytes,
                          evaluate)
         self.half = ring_time(cluster, len(workers), sum(shard_bytes)) / 2  # each phase
+        self.scatter = cluster.reduce_scatter  # a reduce-scatter's bytes, in phases (ZeRO)
         self.arrived = 0  # workers whose gradient of this step is ready
 
     PLAIN = Simulation.PLAIN + ("arrived",)

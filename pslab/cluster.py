@@ -25,7 +25,8 @@ LONGEST = 1e9  # seconds (30 years) for one minibatch, transfer or update
 MAX_JITTER = 5.0  # exp(5·z): one sigma is already a 150x spread
 SLOWEST_LINK = 1e-6  # bytes per second
 ARGUMENTS = ("compute_time", "speeds", "jitter", "durations", "latency", "bandwidth",
-             "update_time", "model_bytes", "colocated", "links")  # Cluster's, as plain() names them
+             "update_time", "model_bytes", "colocated", "links",
+             "reduce_scatter")  # Cluster's, as plain() names them
 LINKS = ("duplex", "one-at-a-time")  # how a shard's link carries transfers (Cluster's docstring)
 
 
@@ -54,13 +55,16 @@ class Cluster:
     colocated: shard s lives on worker s % workers: that worker's transfers to it are local
         and free (d2l's "aggregate on one GPU" / "split over all GPUs"); default False, the
         server is a separate machine (d2l's "via the CPU").
+    reduce_scatter: the bytes a reduce-scatter moves (ZeRO's collectives), in units of a ring's
+        (N − 1)/N of the model: 1 (the paper's, a ring's; the default), 2 for gloo's, which
+        moves an all-reduce's bytes (measured across hosts: pslab.processes.network).
     """
 
     def __init__(self, compute_time: float = 1.0, speeds: Sequence[float] | None = None,
                  jitter: float = 0.0, durations: Sequence[Sequence[float]] | None = None,
                  latency: float = 0.02, bandwidth: float = 1e5, update_time: float = 0.2,
                  model_bytes: float | None = None, colocated: bool = False,
-                 links: str = "duplex"):
+                 links: str = "duplex", reduce_scatter: float = 1.0):
         self.compute_time = number("compute_time", compute_time, positive=True, high=LONGEST)
         self.speeds = None if speeds is None else _speeds(speeds)
         self.jitter = number("jitter", jitter, high=MAX_JITTER)
@@ -76,6 +80,7 @@ class Cluster:
         if links not in LINKS:
             raise ValueError(f"links must be one of {', '.join(map(repr, LINKS))} (got {links!r})")
         self.links = links
+        self.reduce_scatter = number("reduce_scatter", reduce_scatter, low=1.0, high=100.0)
 
     @classmethod
     def free(cls, **kwargs) -> "Cluster":
@@ -90,6 +95,8 @@ class Cluster:
             parts.append("colocated=True")
         if self.links != "duplex":
             parts.append(f"links={self.links!r}")
+        if self.reduce_scatter != 1.0:
+            parts.append(f"reduce_scatter={self.reduce_scatter!r}")
         if self.durations is not None:
             parts.append(f"durations=<{self.durations.shape[0]}x{self.durations.shape[1]}>")
         return f"Cluster({', '.join(parts)})"
@@ -101,6 +108,8 @@ class Cluster:
                                               "links")}
         out["speeds"] = None if self.speeds is None else self.speeds.tolist()
         out["durations"] = None if self.durations is None else self.durations.tolist()
+        if self.reduce_scatter != 1.0:  # (files written before it existed have none)
+            out["reduce_scatter"] = self.reduce_scatter
         return out
 
     @classmethod

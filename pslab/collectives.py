@@ -102,15 +102,17 @@ class ZeroSimulation(RingSimulation):
 
     def _ring(self, step: int) -> None:
         now, half, add = self.clock.now, self.half, self.timeline.add
-        order = phases(self.policy.stage)
+        # a phase's time: a reduce-scatter moves `scatter` phases' bytes (Cluster.reduce_scatter)
+        order = [(kind, note, half * self.scatter if kind == "reduce-scatter" else half)
+                 for kind, note in phases(self.policy.stage)]
         for rank in range(len(self.workers)):
             if self.push_done[rank] < now:
                 add(rank, None, "idle", self.push_done[rank], now, step, None, "barrier")
             t = now
-            for kind, note in order:
-                add(rank, None, kind, t, t + half, step, None, note)
-                t += half
-        end = now + len(order) * half
+            for kind, note, seconds in order:
+                add(rank, None, kind, t, t + seconds, step, None, note)
+                t += seconds
+        end = now + sum(seconds for _, _, seconds in order)  # 2 phases: now + 2·half, exactly
         self.push_staleness.extend([0] * len(self.workers))
         self.record(end, 0, None, step)
         self.clock.at(end, self._next_step, step)

@@ -288,3 +288,27 @@ def test_ssp_shards_answer_the_pusher_and_the_workers_it_released_in_the_clock_s
     assert run.complete
     checked = [_answer_order_kept(run, s, transfers == "wire", steps) for s in range(2)]
     assert checked == [4 * (steps - 1)] * 2
+
+
+def test_a_reduce_scatter_of_gloo_moves_an_all_reduce_s_bytes_on_the_clock():
+    """Cluster(reduce_scatter=2): ZeRO(3)'s reduce-scatter takes two phases' time (gloo moves
+    2(N-1)/N of the model, an all-reduce's), its all-gathers one; each step ends one phase
+    later. The default is the paper's ring (1), written to no file (older files read alike)."""
+    def run(scatter: float) -> pslab.Run:
+        cluster = pslab.Cluster(compute_time=1.0, latency=0.001, bandwidth=1e4, update_time=0.0,
+                                reduce_scatter=scatter)
+        return pslab.train(mode=pslab.ZeRO(3), workers=4, steps=3, numerics=False,
+                           cluster=cluster)
+
+    one, two = run(1.0), run(2.0)
+    phase = spans(one, "reduce-scatter")[0].end - spans(one, "reduce-scatter")[0].start
+    assert phase > 0
+    for s in spans(two, "reduce-scatter"):
+        assert s.end - s.start == pytest.approx(2 * phase, rel=1e-12)
+    for s in spans(two, "all-gather"):
+        assert s.end - s.start == pytest.approx(phase, rel=1e-12)
+    assert two.makespan - one.makespan == pytest.approx(3 * phase, rel=1e-9)
+    assert "reduce_scatter" not in pslab.Cluster().plain()
+    assert pslab.Cluster.from_plain(pslab.Cluster(reduce_scatter=2).plain()).reduce_scatter == 2
+    with pytest.raises(ValueError, match="reduce_scatter"):
+        pslab.Cluster(reduce_scatter=0.5)

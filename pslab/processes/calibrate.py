@@ -42,6 +42,9 @@ class Link:
     # seconds per ring step of the collectives, measured (network.ring_latency), by
     # network.ring_key: "allreduce 4" is DDP among 4 hosts behind links like this one
     ring: dict[str, float] = field(default_factory=dict)
+    # the clock's reduce-scatter bytes (Cluster.reduce_scatter) the ring latencies were
+    # measured against: gloo's, an all-reduce's (2); grid files from before it say none (1)
+    reduce_scatter: float = 2.0
 
     def cluster(self, **timing):
         """A Cluster with this link's latency and bandwidth and the other settings given."""

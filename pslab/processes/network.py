@@ -83,9 +83,11 @@ def timing(case: Case, link: Link) -> dict[str, Any]:
     """The case's Cluster arguments: compute as set, the link as calibrated, no update cost
     (the server's arithmetic takes ~0.1 ms for real, and is left to the measurement). For
     all-reduce and ZeRO(3) the latency is the link's ring latency for the mode and the
-    workers where it was measured (ring_latency), else the link's own."""
+    workers where it was measured (ring_latency), else the link's own; ZeRO(3)'s
+    reduce-scatter carries the bytes the link's ring latencies were measured with (gloo's)."""
     latency = link.ring.get(ring_key(case), link.latency) if case.collective else link.latency
-    return dict(compute_time=case.compute,
+    scatter = dict(reduce_scatter=link.reduce_scatter) if case.mode == "zero3" else {}
+    return dict(compute_time=case.compute, **scatter,
                 speeds=None if case.speeds is None else list(case.speeds),
                 latency=latency, bandwidth=link.bandwidth, update_time=0.0, **LINKS)
 
@@ -108,7 +110,8 @@ def ring_latency(mode: str, workers: int, link: Link, steps: int = 20,
     one_of("mode", mode, COLLECTIVE)
     case = Case("ring latency", mode, workers, compute=compute, bandwidth=link.asked)
     measured = step_time(measure(case, link, steps))
-    at = [step_time(simulate(case, Link(x, link.bandwidth, link.asked), steps))
+    at = [step_time(simulate(case, Link(x, link.bandwidth, link.asked,
+                                        reduce_scatter=link.reduce_scatter), steps))
           for x in (0.0, 1e-3)]
     per_second = (at[1] - at[0]) / 1e-3
     return max(0.0, (measured - at[0]) / per_second)
