@@ -444,6 +444,15 @@ def _switch_mode_to_diverge(driver, dash_css: str, name: str) -> str:
     return text
 
 
+# what a dashboard shows: its status, the start of its numbers and its sliders' read-outs
+ON_SCREEN = """
+const d = document.querySelector(arguments[0]);
+return {status: d.querySelector('.pslab-status').innerText,
+        numbers: d.querySelector('.pslab-numbers').innerText.slice(0, 90),
+        readouts: [...d.querySelectorAll('.widget-readout')].map(r => r.textContent.trim())};
+"""
+
+
 def _most_rows_all_named(driver, dash_css: str, img, name: str) -> None:
     """The workers and (where there is one) the shards slider at their ends: the most rows the
     timeline shows. A core dashboard (figure 000/001's palettes) names every one of them, in
@@ -458,9 +467,12 @@ def _most_rows_all_named(driver, dash_css: str, img, name: str) -> None:
                                                             ".noUi-handle"):
             handle.send_keys(Keys.END)
     # "ready" of these values, not the one still on screen before the kernel has them
-    _wait(driver, STATUS_READY[:-2] + " && document.querySelector(arguments[0] + ' "
-          ".pslab-numbers').innerText.includes('16 workers');", (dash_css,), timeout=120,
-          what=f"{name}: ready at the most workers")
+    try:
+        _wait(driver, STATUS_READY[:-2] + " && document.querySelector(arguments[0] + ' "
+              ".pslab-numbers').innerText.includes('16 workers');", (dash_css,), timeout=120,
+              what=f"{name}: ready at the most workers")
+    except TimeoutError as exc:  # say what the page shows instead
+        raise TimeoutError(f"{exc}; on screen: {driver.execute_script(ON_SCREEN, dash_css)}")
     readout = driver.execute_script(f"return document.querySelector('{dash_css} .pslab-workers"
                                     " .widget-readout').textContent.trim();")
     assert readout == "16", f"{name}: the workers slider at {readout}"
