@@ -178,7 +178,7 @@ def test_async_finishes_without_a_sigstopped_worker_every_time(monkeypatch):
 
     def start(self, meeting):
         begin(self, meeting)
-        last.append(self.procs[-1].pid)  # the last rank: worker 2 (2 shards, then 3 workers)
+        last.append(self)  # its last rank: worker 2 (2 shards, then 3 workers)
 
     monkeypatch.setattr(Launch, "start", start)
     outcomes = []
@@ -187,13 +187,16 @@ def test_async_finishes_without_a_sigstopped_worker_every_time(monkeypatch):
         last.clear()
 
         def stop_worker_2():
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not last:
+            # mid-run: once worker 2 has joined (its "ready"); stopped before, at load 6-12
+            # 0.3 s after its start, it never joined, and the others waited STARTUP (120 s)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (last and 4 in last[0].ready):
                 time.sleep(0.02)
-            if last:
+            if last and 4 in last[0].ready:
                 time.sleep(0.3)
-                os.kill(last[0], signal.SIGSTOP)
-                stopped.append(last[0])
+                pid = last[0].procs[4].pid
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
 
         stopper = threading.Thread(target=stop_worker_2, daemon=True)
         stopper.start()
