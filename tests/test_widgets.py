@@ -635,3 +635,34 @@ def test_the_timelines_caption_counts_idle_time_as_the_bold_numbers_do(name, mod
     assert "GPU-seconds" in html.unescape(dash.numbers.value)
     assert re.search(r"idle [\d.]+ GPU-seconds", caption), caption
     assert not re.search(r"[\d.]+ s (\(|\+|queued|in sync|during)", caption), caption
+
+
+def test_a_control_moved_during_a_why_run_stops_the_second_part_without_an_error():
+    """A key press handled while one run of the why-line's learning-rate search is under way
+    (`_stop_finish` from `_changed`) ends that search quietly: the browser test saw the status
+    say "TypeError: 'NoneType' object is not an iterator" (the next turn read the stopped
+    search) and never "ready"."""
+    import asyncio
+
+    async def scenario():
+        dash = Dashboard("000", settle_delay=0.01, mode="async", lr=10.0)
+        dash._changed(None)
+        for _ in range(400):  # the settle, then its second part's first run
+            await asyncio.sleep(0.01)
+            if dash._finishing is not None:
+                break
+        assert dash._finishing is not None, "no second part to interrupt"
+        inner = dash._finishing
+
+        def moved_meanwhile():  # the next run, with a key press handled during it
+            text = next(inner, None)
+            dash._stop_finish()
+            yield text
+        dash._finishing = moved_meanwhile()
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+        return dash
+
+    dash = asyncio.run(scenario())
+    assert not dash.errors, dash.errors
+    assert dash._finishing is None and dash._finish_handle is None

@@ -256,6 +256,8 @@ class DashboardBase(Ahead):
         """One run of the second part (then the next turn, or "ready")."""
         self._finish_handle = None
         steps = self._finishing
+        if steps is None:  # stopped meanwhile: a control moved, its settle owns the status
+            return
         try:
             turn = time.perf_counter()
             text = next(steps, None)
@@ -263,6 +265,8 @@ class DashboardBase(Ahead):
         except Exception as exc:
             self._finishing = None
             self.fail(exc)
+            return
+        if self._finishing is not steps:  # a control moved during this run: stopped
             return
         if text is not None:
             self.set_status("busy", html.escape(text))
