@@ -174,11 +174,16 @@ class Shard:
         def may_go() -> bool:
             if policy.waits_for_update:  # a barrier: the update that took this push is made
                 return self.applied_upto >= seq
-            slowest = min((self.pushed[v] for v in self.alive), default=math.inf)
-            return policy.may_start(step, slowest)
+            return self.bound_lets_start(step)
 
         with self.state:
             self.wait(may_go)
+
+    def bound_lets_start(self, step: int) -> bool:
+        """Holding self.state: the mode lets a worker start `step`, given the slowest live
+        worker's pushes so far (SSP's bound; no bound: always)."""
+        slowest = min((self.pushed[v] for v in self.alive), default=math.inf)
+        return self.job.policy.may_start(step, slowest)
 
     def queue_answers(self, w: int, step: int) -> None:
         """SSP, holding self.state, worker w's push just taken: w joins the line of answers if
@@ -188,8 +193,7 @@ class Shard:
         one-at-a-time links it plays) after them."""
         pusher = []
         if step < self.job.steps:  # (after its last push a worker is not answered)
-            slowest = min((self.pushed[v] for v in self.alive), default=math.inf)
-            if self.job.policy.may_start(step, slowest):
+            if self.bound_lets_start(step):
                 pusher = [w]
             else:
                 self.held.append((step, w))
@@ -201,8 +205,7 @@ class Shard:
 
     def release_held(self) -> None:
         """SSP, holding self.state: the held workers the bound lets go now join the line."""
-        slowest = min((self.pushed[v] for v in self.alive), default=math.inf)
-        go = sorted((x for x in self.held if self.job.policy.may_start(x[0], slowest)),
+        go = sorted((x for x in self.held if self.bound_lets_start(x[0])),
                     key=lambda x: x[0])  # stable: each step's in the order they were held
         self.line += [v for _, v in go]
         self.held = [x for x in self.held if x not in go]
