@@ -211,6 +211,43 @@ def test_a_worker_slow_to_start_is_not_taken_for_a_silent_one(monkeypatch):
     assert err.value.run.updates == 2 and gone(err.value.run)
 
 
+@pytest.mark.parametrize("where, mode", [("stopped", "async"), ("stopped", "sync"),
+                                         ("stopped_joining", "async")])
+def test_a_worker_stuck_before_ready_is_named_within_the_runs_timeout(monkeypatch, where, mode):
+    """A start-up that makes no progress (worker 2 stopped before the meeting point, or after
+    it but before its first message) is not waited for the start-up's allowance (STARTUP,
+    120 s), nor reported as gloo's timeout naming nobody: once it has used no CPU for the run's
+    timeout the run stops, naming it, its state and what to check; even async, which goes on
+    without a worker lost later, cannot start without it."""
+    import hung_start
+
+    from pslab.processes import launcher
+
+    monkeypatch.setattr(launcher, "main", getattr(hung_start, where))
+    started = time.perf_counter()
+    with pytest.raises(ProcessFailure, match=r"^worker 2 \(pid \d+\), stopped, never became "
+                       r"ready: no CPU time used for 3 s \(timeout=3\).*kill -CONT") as err:
+        processes(mode=mode, timeout=3)
+    took = time.perf_counter() - started
+    assert took < launcher.STARTUP / 4, took
+    assert err.value.run.updates == 0 and gone(err.value.run)
+
+
+def test_a_worker_killed_before_ready_stops_even_async_at_once(monkeypatch):
+    import hung_start
+
+    from pslab.processes import launcher
+
+    monkeypatch.setattr(launcher, "main", hung_start.killed)
+    started = time.perf_counter()
+    with pytest.raises(ProcessFailure, match=r"^worker 2 \(pid \d+\) was killed by signal "
+                       r"SIGKILL after 0 steps before it became ready. No process of a run can "
+                       r"start without all the others") as err:
+        processes(mode="async", timeout=3)
+    assert time.perf_counter() - started < launcher.STARTUP / 4
+    assert err.value.run.updates == 0 and gone(err.value.run)
+
+
 def test_sync_with_a_hung_worker_stops_within_its_timeout():
     start = time.perf_counter()
     with pytest.raises(ProcessFailure, match=r"no push of step 2 came from worker 1"):

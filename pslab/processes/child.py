@@ -60,7 +60,9 @@ def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
     report = Report(path=sink) if isinstance(sink, (str, os.PathLike)) else Report(conn=sink)
     try:
         player = Shard(job, index, report) if role == "shard" else WorkerProcess(job, index, report)
-        clock, launch = join(job, rank, meeting)
+        # at the meeting point: the launcher stops watching its start-up for a stall
+        here = (lambda: report("arrived", dict(rank=rank))) if launcher is not None else None
+        clock, launch = join(job, rank, meeting, here)
         report("ready", dict(rank=rank, pid=os.getpid(), role=role, index=index, job=launch))
         player.run(clock)
         report("done", dict(rank=rank))
@@ -76,12 +78,14 @@ def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
             dist.destroy_process_group()
 
 
-def join(job: Job, rank: int, meeting: Meeting | None) -> tuple[Callable[[], float], str]:
+def join(job: Job, rank: int, meeting: Meeting | None,
+         here: Callable[[], None] | None = None) -> tuple[Callable[[], float], str]:
     """Join the gloo group and agree on time zero and on the launch's own name; returns the
     clock (seconds since then) and the name (12 hex digits, drawn by rank 0 once the group
     has formed: before, ranks on other hosts share nothing but the command line, which two
     launches may repeat exactly; each rank's "ready" report carries it, so the files of two
-    launches gathered into one folder are told apart by `load_run`)."""
+    launches gathered into one folder are told apart by `load_run`). here: called once this
+    process is at the meeting point, waiting for the others."""
     # gloo's own timeout a little longer than the shards' waits, so that a shard, which knows
     # whose push is missing, speaks first
     timeout = timedelta(seconds=job.options.timeout + 2)
@@ -94,7 +98,7 @@ def join(job: Job, rank: int, meeting: Meeting | None) -> tuple[Callable[[], flo
         store = next(dist.rendezvous("env://", rank, job.world, timeout=startup))[0]
     else:
         store = meeting.store(job.world, startup)
-    arrived(store, job.world, startup)
+    arrived(store, job.world, startup, here)
     dist.init_process_group("gloo", store=store, rank=rank, world_size=job.world,
                             timeout=timeout)
     handshake(job, rank)
@@ -109,7 +113,8 @@ def join(job: Job, rank: int, meeting: Meeting | None) -> tuple[Callable[[], flo
     return (lambda: time.time() - t0), f"{launch:012x}"
 
 
-def arrived(store: Any, world: int, startup: timedelta) -> None:
+def arrived(store: Any, world: int, startup: timedelta,
+            here: Callable[[], None] | None = None) -> None:
     """Wait (at most `startup`) until all `world` processes are here, each done with its own
     start-up (torch, the digits, a worker's first backward: seconds on a loaded machine, and
     more for the last of many): the run's timeout, which gloo keeps from now on, is for a
@@ -117,6 +122,8 @@ def arrived(store: Any, world: int, startup: timedelta) -> None:
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")  # torchrun's store outlives one
     if store.add(f"pslab-arrived-{attempt}", 1) == world:
         store.set(f"pslab-all-arrived-{attempt}", "1")
+    if here is not None:
+        here()
     store.wait([f"pslab-all-arrived-{attempt}"], startup)
 
 
@@ -124,10 +131,15 @@ def handshake(job: Job, rank: int) -> None:
     """One tiny message on every worker-shard pair: with lazy init each pair connects on its
     first message (~0.1 s here), which belongs to start-up, not to the first fetch."""
     hello = torch.zeros(1)
-    role, _ = job.role(rank)
+    role, index = job.role(rank)
     peers = range(job.num_shards, job.world) if role == "shard" else range(job.num_shards)
     for peer in peers:  # shards hear workers in rank order, workers greet shards in rank order
-        (dist.recv if role == "shard" else dist.send)(hello, peer)
+        try:
+            (dist.recv if role == "shard" else dist.send)(hello, peer)
+        except RuntimeError as error:  # gloo's words name no process: say which one is missing
+            other = "{} {}".format(*job.role(peer))
+            raise RuntimeError(f"{other} (rank {peer}) never greeted {role} {index} after all "
+                               f"had arrived: it never became ready ({error})") from None
 
 
 def quiet() -> None:

@@ -37,6 +37,7 @@ from .measured import assemble
 from .rankfile import line_limit, read_message
 from .sigterm import Sigterm
 from .starter import SERVER, context
+from .starting import Stalls, never_ready, not_ready
 
 
 class ProcessFailure(RuntimeError):
@@ -136,6 +137,7 @@ class Launch:
         self.spans: list = []
         self.updates: list[dict] = []
         self.pushes: list[dict] = []  # every push a shard took, with its staleness there
+        self.arrived: set[int] = set()  # at the meeting point, waiting for the others
         self.ready: dict[int, dict] = {}
         self.errors: dict[int, str] = {}
         self.done: set[int] = set()
@@ -203,7 +205,7 @@ class Launch:
         # the processes' own timeouts fire first, with clearer words: a step's (the run's
         # timeout) once all are ready, before that their start-up's (child.STARTUP)
         patience = 2 * timeout + 3
-        heard = time.perf_counter()
+        heard, stalls = time.perf_counter(), Stalls()
         shards = range(self.job.num_shards)
         while len(self.reaped) < len(self.procs):
             sentinels = {p.sentinel: r for r, p in enumerate(self.procs) if r not in self.reaped}
@@ -215,6 +217,11 @@ class Launch:
                 heard = time.perf_counter()
             if len(self.ready) == self.job.world and self.startup_s is None:
                 self.startup_s = time.perf_counter() - started
+            if len(self.ready) < self.job.world:  # a start-up stuck: found within the timeout
+                stuck = stalls.stuck({r: p.pid for r, p in enumerate(self.procs) if r not in
+                                      self.ready and r not in self.reaped}, self.arrived, timeout)
+                if stuck:
+                    raise ProcessFailure(never_ready(self.job, self.procs, stuck))
             if all(r in self.done for r in shards):  # the server is finished: so is the run
                 self.stragglers(time.perf_counter() + 1.0)
             waited = time.perf_counter() - heard
@@ -262,6 +269,8 @@ class Launch:
                 self.keep_round(payload)
             if self.bar is not None and payload["shard"] == 0:  # shard 0's updates count
                 self.bar.update(1)
+        elif kind == "arrived":
+            self.arrived.add(rank)
         elif kind == "ready":
             self.ready[rank] = payload
         elif kind == "error":
@@ -277,7 +286,9 @@ class Launch:
             self.read(rank)
         if p.exitcode == 0:
             return
-        if self.job.role(rank)[0] == "worker" and rank not in self.errors and self.survivable():
+        # (a worker that never joined is not survivable: the group forms with every rank)
+        if self.job.role(rank)[0] == "worker" and rank in self.ready and \
+                rank not in self.errors and self.survivable():
             self.failures.append(f"{self.where(rank)}; the others went on")
             return
         self.listen(0.5)  # the others' last words: who was killed, whose push is missing
@@ -309,10 +320,14 @@ class Launch:
             role = self.job.role(killed[0])[0]
             what = (f"{name} waits for every worker" if role == "worker"
                     else "the server lost part of its parameters")
-            return (f"{self.where(killed[0])}. {what[0].upper()}{what[1:]}, so the run "
+            if killed[0] not in self.ready:
+                what = "no process of a run can start without all the others"
+            when = "" if killed[0] in self.ready else " before it became ready"
+            return (f"{self.where(killed[0])}{when}. {what[0].upper()}{what[1:]}, so the run "
                     f"stopped; the partial run is this error's .run")
         if self.errors:
-            return f"{name} run stopped: {self.errors[min(self.errors)]}"
+            return (f"{name} run stopped: {self.errors[min(self.errors)]}"
+                    f"{not_ready(self.job, self.procs, self.ready, self.arrived)}")
         failed = [r for r, p in enumerate(self.procs) if p.exitcode]
         return f"{name} run stopped: {self.where(failed[0])}"
 

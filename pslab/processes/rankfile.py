@@ -83,8 +83,8 @@ class Done(Struct, forbid_unknown_fields=True):
 
 SpanRow = tuple[Optional[Count], Optional[Count], Literal[EVERY_KIND], Seconds, Seconds, Count,
                 Optional[Count], Optional[Literal[tuple(NOTES)]]]  # a Span, every field
-PAYLOADS = dict(start=Start, ready=Ready, spans=list[SpanRow], update=Update, push=Push,
-                error=Failed, done=Done)
+PAYLOADS = dict(start=Start, arrived=Done, ready=Ready, spans=list[SpanRow], update=Update,
+                push=Push, error=Failed, done=Done)  # (arrived: only its rank, as done)
 Message = tuple[Literal[tuple(PAYLOADS)], Any]
 Batch = tuple[Literal["batch"], list[Message]]
 
@@ -180,7 +180,7 @@ def _checked(kind: str, payload: Any, where: str, job: Job, rank: int) -> Any:
 
     if kind == "start":
         need(False, "kind", "a second 'start' line")
-    if kind in ("ready", "done", "error"):
+    if kind in ("arrived", "ready", "done", "error"):
         need(value.rank == rank, "rank", f"{value.rank} in rank {rank}'s file")
     if kind == "spans":
         spans = [Span(*row) for row in value]

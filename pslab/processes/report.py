@@ -1,6 +1,7 @@
 """How a process tells the launcher what it did: small messages, sent as they happen.
 
-Each process sends `(kind, payload)` pairs: "ready" (joined the group), "spans" (a list of
+Each process sends `(kind, payload)` pairs: "arrived" (at the meeting point, waiting for the
+others; to a launcher only), "ready" (joined the group), "spans" (a list of
 timeline spans), "update" (one shard update, with the shard's new keys), "error" (why it is
 about to stop) and "done". Sent as they happen, so when a process dies or the run is stopped
 nothing already measured is lost. Each message is one line of JSON (plain data: reading it runs

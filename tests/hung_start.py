@@ -1,0 +1,34 @@
+"""Process targets for tests of a start-up that never ends: pslab's process entry point, but
+worker 2 stops before it reaches the meeting point, the way a process does that a SIGSTOP,
+Ctrl-Z or a deadlock in its start-up holds (`stopped`), or is killed there (`killed`). Imported
+by the processes by name (the forkserver has this folder on its sys.path, as pytest puts it
+there)."""
+import os
+import signal
+
+from pslab.processes import child
+
+
+def stopped(job, rank, meeting, sink, launcher=None):
+    if rank == job.num_shards + 2:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    child.main(job, rank, meeting, sink, launcher)
+
+
+def killed(job, rank, meeting, sink, launcher=None):
+    if rank == job.num_shards + 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    child.main(job, rank, meeting, sink, launcher)
+
+
+def stopped_joining(job, rank, meeting, sink, launcher=None):
+    """Worker 2 stops after the meeting point, before its first message to the shards."""
+    if rank == job.num_shards + 2:
+        greet = child.handshake
+
+        def stop_then_greet(*args):
+            os.kill(os.getpid(), signal.SIGSTOP)
+            greet(*args)
+
+        child.handshake = stop_then_greet  # this process only: a fork of the forkserver
+    child.main(job, rank, meeting, sink, launcher)
