@@ -231,3 +231,74 @@ def test_the_sigterm_handler_before_is_back_and_one_that_returns_lets_the_block_
         assert leftovers(own_prefix()) == []
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+KILLED_MID_SETUP = """
+import os, signal, sys
+from pslab.processes import hosts
+print(os.getpid(), flush=True)
+stop, made, run = int(sys.argv[1]), [], hosts._run
+def run_then_maybe_die(cmd):  # SIGKILL (an out-of-memory kill) right after the stop-th command
+    run(cmd)
+    made.append(cmd)
+    if len(made) == stop:
+        os.kill(os.getpid(), signal.SIGKILL)
+hosts._run = run_then_maybe_die
+with hosts.Hosts(2, bandwidth=50e6):
+    pass
+"""
+
+
+def killed_mid_setup(commands: int) -> tuple[int, list[str]]:
+    """A script SIGKILLed after its Hosts(2) ran `commands` of the `ip`/`tc` commands that make
+    them: its pid, and what it left."""
+    script = subprocess.run([sys.executable, "-c", KILLED_MID_SETUP, str(commands)],
+                            capture_output=True, text=True, timeout=120)
+    assert script.returncode == -signal.SIGKILL, script.stderr
+    pid = int(script.stdout.split()[0])
+    return pid, leftovers(own_prefix(pid))
+
+
+# 18 commands make Hosts(2) with shaped links: the first (a bridge alone, left DOWN, as found on
+# this machine), then seeded random ones
+@pytest.mark.parametrize("commands", [1] + random.Random(31).sample(range(2, 19), 3))
+def test_hosts_killed_mid_setup_are_swept_when_hosts_next_start(commands):
+    """A process killed outright while its Hosts are being made cannot clean up: the bridge and
+    whatever else it made stay. The next Hosts to start (here in this process) removes them,
+    every name whose pid is no process's any more."""
+    pid, left = killed_mid_setup(commands)
+    tag = own_prefix(pid) + "00"
+    assert f"{tag}b" in left and set(left) <= {f"{tag}{k}" for k in ("b", "h0", "h1", "v0",
+                                                                        "v1")}, left
+    with Hosts(2, bandwidth=50e6):
+        assert leftovers(own_prefix(pid)) == []
+    assert leftovers(own_prefix()) == []
+
+
+LIVE = """
+import sys
+from pslab.processes.hosts import Hosts
+with Hosts(2, bandwidth=50e6) as hosts:
+    print(hosts.tag, flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_the_sweep_leaves_a_live_processs_hosts_and_names_pslab_does_not_make():
+    pid, left = killed_mid_setup(1)
+    mine = f"{own_prefix(pid)}00q"  # a dead pid, but not a name Hosts makes: not ours
+    subprocess.run(["ip", "link", "add", mine, "type", "bridge"], check=True)
+    live = subprocess.Popen([sys.executable, "-c", LIVE], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        tag = live.stdout.readline().strip()
+        theirs = leftovers(tag)
+        assert len(theirs) == 5, theirs  # a bridge, two namespaces, two links
+        with Hosts(2, bandwidth=50e6):
+            assert leftovers(own_prefix(pid)) == [mine] and leftovers(tag) == theirs
+        live.stdin.close()
+        assert live.wait(60) == 0 and leftovers(tag) == []
+    finally:
+        subprocess.run(["ip", "link", "del", mine], capture_output=True)
+        live.kill()
+        live.wait()

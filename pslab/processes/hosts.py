@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,10 @@ SUBNET = "10.77"  # host i of run k: 10.77.k.(i+1)
 MOST_HOSTS = 16
 QUEUE = 1 << 20  # bytes a shaped link's queue holds at least (see Hosts._shape)
 _made_here = itertools.count()  # Hosts made by this process so far
+_up_here: set[str] = set()  # the tags of this process's Hosts now up (sweep leaves them alone)
+# a name Hosts makes: the prefix, its process's pid and count (base 36), then b (the bridge),
+# h<i> (host i's namespace) or v<i in hex> (host i's link outside)
+_OURS = re.compile(rf"{PREFIX}([0-9a-z]{{5}})[0-9a-z]{{2}}(b|h[0-9]{{1,2}}|v[0-9a-f])")
 
 
 def _base36(n: int, width: int) -> str:
@@ -79,6 +84,42 @@ def leftovers(prefix: str = PREFIX) -> list[str]:
     return found
 
 
+def sweep() -> list[str]:
+    """Remove what the Hosts of processes that have ended left behind (a process killed
+    outright, SIGKILL or out of memory, cannot clean up): every namespace and link named as
+    Hosts names them whose pid is no live process's, and this process's own that none of its
+    Hosts holds now (left by an ended process that had the same pid); processes still inside
+    such a namespace are killed first. Names of live processes, and names pslab does not make,
+    are left alone. Returns the names removed. `Hosts` sweeps before it makes its own."""
+    found = [(name, _OURS.fullmatch(name)) for name in leftovers(PREFIX)]
+    gone = [name for name, ours in found if ours and not _owned(int(ours.group(1), 36),
+                                                                 name[:len(PREFIX) + 7])]
+    order = {"v": 0, "h": 1, "b": 2}  # a link outside, then its namespace, then the bridge
+    for name in sorted(set(gone), key=lambda n: order[n[len(PREFIX) + 7]]):
+        if name[len(PREFIX) + 7] == "h":
+            pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True,
+                                  text=True).stdout
+            for pid in map(int, pids.split()):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        subprocess.run(["ip", "netns", "del", name] if name[len(PREFIX) + 7] == "h"
+                       else ["ip", "link", "del", name], capture_output=True)
+    return sorted(set(gone))
+
+
+def _owned(pid: int, tag: str) -> bool:
+    """Is a name with `pid` and `tag` held by a live process's Hosts?"""
+    if pid == os.getpid():
+        return tag in _up_here
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
 class Hosts:
     """H hosts (network namespaces) with shaped links; a context manager that cleans up."""
 
@@ -101,6 +142,8 @@ class Hosts:
         why = unavailable()
         if why:
             raise HostsUnavailable(why)
+        sweep()
+        _up_here.add(self.tag)
         self._term.__enter__()
         try:
             net = self._free_subnet()
@@ -213,6 +256,7 @@ class Hosts:
             subprocess.run(["ip", "netns", "del", name] if kind == "netns"
                            else ["ip", "link", "del", name], capture_output=True)
         self._made.clear()
+        _up_here.discard(self.tag)
 
     def scratch(self) -> str:
         """A private folder for what the hosts' processes write beside the run (torchrun's agent
