@@ -5,7 +5,9 @@ A dashboard is controls in front of a live run. While a control moves, the fast 
 when the controls have been still for `settle_delay` seconds the slow path (`compute`: the run
 with its arithmetic) redraws everything, and "ready" shows only when everything on screen is
 of the controls' values. Without a running event loop (tests, scripts) the slow path runs at
-once.
+once. A kernel may call a dashboard from two threads, each with its loop (the widgets' messages
+on a subshell's thread, a cell on the main one): its callbacks take turns, and a turn a moved
+control stopped does nothing (`pslab.notebook.turns`).
 
 A subclass builds its `controls` (name -> widget, in the order they are laid out) and its
 `figures` (name -> `BrowserFigure`: "timeline" first, then the main curve), passes them to
@@ -41,7 +43,6 @@ and the main curve; the rest under them.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import html
 import time
@@ -55,6 +56,7 @@ from .controls import check_settle_delay, within
 from .live_note import LiveNote
 from .prefetch import Ahead
 from .progress import widget_bundle
+from .turns import Turn, running_loop, serial
 
 __all__ = ["DashboardBase", "TEXT_STYLE", "count"]
 
@@ -76,6 +78,7 @@ class DashboardBase(Ahead):
     def __init__(self, controls: dict[str, W.ValueWidget], figures: dict[str, BrowserFigure],
                  *, settle_delay: float | None, preset: str, extra: tuple[W.Widget, ...] = ()):
         check_settle_delay(settle_delay)
+        super().__init__()  # the lock its callbacks take turns by (`turns.Serial`)
         self.settle_delay, self.preset = settle_delay, preset
         self.controls, self.figures = controls, figures
         for n, fig in figures.items():
@@ -93,9 +96,9 @@ class DashboardBase(Ahead):
         self.finish_ms: list[float] = []  # its second part (`finish`), per turn of the loop
         self.ready_ms: list[float] = []  # from a settle's start to "ready"
         self._finishing: Iterator[str] | None = None  # the second part, while it runs
-        self._finish_handle: asyncio.Handle | None = None
+        self._finish_handle: Turn | None = None  # its next turn
         self.errors: list[str] = []
-        self._handle: asyncio.TimerHandle | None = None
+        self._handle: Turn | None = None  # the settle, when the sliders have rested
         self._holding = False
         self.numbers_for: Any = None  # the settings the bold numbers are of
         for c in self.controls.values():
@@ -190,6 +193,7 @@ class DashboardBase(Ahead):
         return self._handle is not None or self._finishing is not None
 
     # ---- public ------------------------------------------------------------------------------
+    @serial
     def set(self, **values: Any) -> "DashboardBase":
         """Set several controls and re-simulate once: `dash.set(workers=5, mode="async")`."""
         unknown = set(values) - set(self.controls)
@@ -212,6 +216,7 @@ class DashboardBase(Ahead):
         """Move one control to a checked value (no run yet)."""
         self.controls[name].value = value
 
+    @serial
     def settle(self) -> None:
         """Run the slow path for the controls' values now and redraw everything."""
         self._cancel_settle()
@@ -237,44 +242,47 @@ class DashboardBase(Ahead):
 
     def _finish(self, steps: Iterator[str] | None, t0: float) -> None:
         """The slow path's second part: all at once without an event loop; else up to its
-        first run now and one run per turn of the loop after; then "ready"."""
-        loop = _running_loop()
-        if steps is not None and loop is None:
+        first run now and one run per turn of the loop after (`_finish_step`); then "ready"."""
+        if steps is not None and running_loop() is None:
             for _ in steps:
                 pass
-        elif steps is not None:
-            text = next(steps, None)
-            if text is not None:  # a run is needed: in the next turn, after any key press
-                self.why.layout.opacity = FADED
-                self.set_status("busy", html.escape(text))
-                self._finishing = steps
-                self._finish_handle = loop.call_soon(self._finish_turn, t0)
-                return
-        self._ready(t0)
-
-    def _finish_turn(self, t0: float) -> None:
-        """One run of the second part (then the next turn, or "ready")."""
-        self._finish_handle = None
-        steps = self._finishing
-        if steps is None:  # stopped meanwhile: a control moved, its settle owns the status
+            steps = None
+        if steps is None:
+            self._ready(t0)
             return
+        self._finishing = steps
+        self._finish_step(t0)
+
+    @serial
+    def _finish_turn(self, turn: Turn, t0: float) -> None:
+        """The second part's turn of the loop; nothing if a control stopped it meanwhile (on
+        this thread or the other: see `pslab.notebook.turns`)."""
+        if turn is self._finish_handle:
+            self._finish_handle = None
+            start = time.perf_counter()
+            self._finish_step(t0)
+            self.finish_ms.append((time.perf_counter() - start) * 1000)
+
+    def _finish_step(self, t0: float) -> None:
+        """One step of the second part: up to its next run, then its status line and its next
+        turn; or, when it has written the why-lines, "ready"."""
+        steps = self._finishing
         try:
-            turn = time.perf_counter()
             text = next(steps, None)
-            self.finish_ms.append((time.perf_counter() - turn) * 1000)
         except Exception as exc:
             self._finishing = None
             self.fail(exc)
             return
-        if self._finishing is not steps:  # a control moved during this run: stopped
+        if self._finishing is not steps:  # stopped by a callback inside the run on this
+            return  # thread (`serial` keeps the other thread's out until the run ends)
+        if text is None:
+            self._finishing = None
+            self.why.layout.opacity = "1"
+            self._ready(t0)
             return
-        if text is not None:
-            self.set_status("busy", html.escape(text))
-            self._finish_handle = asyncio.get_running_loop().call_soon(self._finish_turn, t0)
-            return
-        self._finishing = None
-        self.why.layout.opacity = "1"
-        self._ready(t0)
+        self.why.layout.opacity = FADED  # a run is needed: in the next turn, after any key
+        self.set_status("busy", html.escape(text))
+        self._finish_handle = Turn(running_loop(), None, self._finish_turn, t0)
 
     def _stop_finish(self) -> None:
         """A control moved (or a new settle began): the second part is of other values."""
@@ -313,6 +321,7 @@ class DashboardBase(Ahead):
         finally:
             self._holding = False
 
+    @serial
     def _changed(self, change: Any) -> None:
         if self._holding:
             return
@@ -336,16 +345,18 @@ class DashboardBase(Ahead):
 
     def _schedule_settle(self) -> None:
         self._cancel_settle()
-        loop = _running_loop()
+        loop = running_loop()
         if loop is None or self.settle_delay is None:
             self.settle()
             return
         self.set_status("busy", "waiting for the sliders to rest…")
-        self._handle = loop.call_later(self.settle_delay, self._settle_later)
+        self._handle = Turn(loop, self.settle_delay, self._settle_later)
 
-    def _settle_later(self) -> None:
-        self._handle = None
-        self.settle()
+    @serial
+    def _settle_later(self, turn: Turn) -> None:
+        if turn is self._handle:  # else a control moved since (perhaps on the other thread)
+            self._handle = None
+            self.settle()
 
     # ---- display -----------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
@@ -356,10 +367,3 @@ class DashboardBase(Ahead):
         bundle["image/png"] = base64.b64encode(self.snapshot()).decode("ascii")
         return bundle
 
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    """The running event loop (a kernel's), or None (tests, scripts)."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

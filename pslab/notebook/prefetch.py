@@ -16,10 +16,11 @@ text (`part`), joined by "|". The learning rate is not in it: it never changes t
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Iterator
 
 import ipywidgets as W
+
+from .turns import Serial, Turn, running_loop, serial
 
 KEYED = ("workers", "accumulate", "mode", "ssp", "slowdown", "shards", "bandwidth", "links")
 
@@ -81,14 +82,16 @@ def _steps(control: W.ValueWidget, ways: tuple[int, ...] = (1, -1)) -> list[Any]
             if control.min <= control.value + w * control.step <= control.max]
 
 
-class Ahead:
-    """A dashboard's frames sent ahead (mixed into `pslab.notebook.widgets.Dashboard`, which
-    has `controls`, `figures`, `settings`, `view`, `errors` and `_timeline`). `_start_ahead`
-    when idle and ready, `_stop_ahead` when a control moves."""
+class Ahead(Serial):
+    """A dashboard's frames sent ahead (a base of `pslab.notebook.dashboard.DashboardBase`,
+    whose subclass has `controls`, `figures`, `settings`, `view`, `errors` and `_timeline`).
+    `_start_ahead` when idle and ready, `_stop_ahead` when a control moves; the frames follow
+    one per turn of the loop of the thread that started them (`pslab.notebook.turns`)."""
 
     _ahead: Iterator[tuple[dict[str, Any], str]] | None = None
-    _ahead_handle: asyncio.Handle | None = None
+    _ahead_handle: Turn | None = None
 
+    @serial
     def prefetch(self, limit: int | None = None) -> int:
         """Send the page the timelines one control step away (at most `limit`); how many were
         sent. While idle the dashboard does this itself, one per turn of the event loop."""
@@ -110,7 +113,10 @@ class Ahead:
         self._ahead = iter(())
         return sent
 
-    def _prefetch_later(self) -> None:
+    @serial
+    def _prefetch_later(self, turn: Turn) -> None:
+        if turn is not self._ahead_handle:  # stopped meanwhile (perhaps on the other thread)
+            return
         self._ahead_handle = None
         try:
             sent = self.prefetch(limit=1)
@@ -119,7 +125,7 @@ class Ahead:
             self.errors.append(f"sending ahead: {type(exc).__name__}: {exc}")
             return
         if sent:
-            self._ahead_handle = asyncio.get_running_loop().call_soon(self._prefetch_later)
+            self._ahead_handle = Turn(turn.loop, None, self._prefetch_later)
 
     def _stop_ahead(self) -> None:
         """A control moved: the neighbours are of other values now."""
@@ -134,12 +140,11 @@ class Ahead:
         self._stop_ahead()
         if not self.figures["timeline"].keyed:  # a dashboard whose frames are not keyed (NAS)
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        loop = running_loop()
+        if loop is None:
             return
         self._ahead = neighbours(self.controls, moved=moved)
-        self._ahead_handle = loop.call_soon(self._prefetch_later)
+        self._ahead_handle = Turn(loop, None, self._prefetch_later)
 
     def _moved(self, change: Any) -> tuple[str, int] | None:
         """(name, +1 or -1) of the control a change moved, if it is one that makes a key."""
