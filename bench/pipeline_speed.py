@@ -55,6 +55,7 @@ def dashboard_steps(schedule: str = "1f1b", chunks: int = 1, presses: int = 12) 
 
 ACROSS = [("gpipe", 1), ("1f1b", 1), ("zb-h1", 1), ("interleaved-1f1b", 2)]  # drawn from
 ACROSS_CASES = 10
+CALIBRATION_STEPS = 3  # the per-action cost's own run: its steps after the first count
 ACROSS_GOAL = "median |error| <= 3 %, worst <= 8 % (the network bench's goal)"
 BATCH, HIDDEN = 32, 32  # train_across's: one message is BATCH * HIDDEN * 4 bytes
 
@@ -121,16 +122,22 @@ def receive_waits(run: pslab.Run, rank: int = 1) -> tuple[float, float]:
 def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]:
     """Pipelines across p namespaced hosts (root only; one row saying why elsewhere) on a
     seeded random grid (draw_across; the seed printed, new each run unless given), measured
-    beside the clock, as the network bench compares the parameter-server modes. Per case the
-    link is calibrated (pslab.processes.calibrate) and the clock runs on it with the measured
-    time of the run's message size (at_size); PyTorch's single-stage classes (GPipe, 1F1B)
-    post receives late, the multi-stage runtime where its plan puts them: the clock posts them
-there (processes.receives_of, pslab/pipeline/clock.py). Each action
-    sleeps its drawn seconds. measured: the schedule's span per step (span_time, the median
-    of the steps after the first); error: simulated / measured - 1; also the clock with every
-    receive posted early and rank 1's receive waits. Then the summary: median and worst |error|, `met`."""
+    beside the clock, as the network bench compares the parameter-server modes. Per case, two
+    calibrations beside the run: the link (pslab.processes.calibrate; the clock takes the
+    measured time of the run's message size, at_size) and, on the case's own hosts just
+    before it, what the processes add per action (overhead.action_cost of a short run of its
+    own of the case: PyTorch's work inside and between actions; on the same sleeps, since the
+    cost depends on them: on one host at load 8-10, 5-ms sleeps read 5-11 ms an action where
+    the 20-ms case paid 1.4-3.3).
+    The clock then runs the case with every action charged that cost (overhead.charged),
+    receives posted where PyTorch posts them (processes.receives_of). Each action sleeps its
+    drawn seconds. measured: the schedule's span per step (span_time, the median of the steps
+    after the first); error: simulated / measured - 1; also the clock without the cost
+    (error_uncharged), with every receive posted early, and the load when the case ran. Then
+    the summary: median and worst |error|, `met`, both also without the cost."""
     import secrets
 
+    from pslab.pipeline.overhead import action_cost, charged
     from pslab.pipeline.processes import receives_of, span_time, step_time, train_across
     from pslab.pipeline.simulated import simulate_pipeline
     from pslab.processes.calibrate import calibrate
@@ -143,28 +150,36 @@ there (processes.receives_of, pslab/pipeline/clock.py). Each action
     seed = secrets.randbelow(10**6) if seed is None else seed
     cases = draw_across(seed)
     print(f"\npipeline across hosts: grid seed {seed} ({len(cases)} cases; python -m bench "
-          f"--only pipeline --seed {seed} draws the same)", flush=True)
+          f"--only pipeline --seed {seed} draws the same). Per case: measured = the schedule's "
+          f"span per step on real processes; simulated = the clock on the calibrated link, "
+          f"every action charged the per-action cost a short run of the case just before, on "
+          f"the same hosts, measured (PyTorch's work beside the sleeps and the waits); error = simulated / measured - 1; load = 1-minute load average then", flush=True)
     out = []
     for schedule, v, p, m, rate, times in cases:
         load = os.getloadavg()[0]
         link = calibrate(rate)
-        cluster = pslab.Cluster(latency=0.0, bandwidth=BATCH * HIDDEN * 4 / at_size(
-            link.samples, BATCH * HIDDEN * 4), update_time=0.0)
+        message = at_size(link.samples, BATCH * HIDDEN * 4)
+        cluster = pslab.Cluster(latency=0.0, bandwidth=BATCH * HIDDEN * 4 / message,
+                                update_time=0.0)
         pipe = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v,
                               times=times)
         with Hosts(p, bandwidth=rate) as hosts:
-            real = train_across(pipe, [hosts.namespace(r) for r in range(p)], steps=steps,
-                                batch=BATCH)
+            where = [hosts.namespace(r) for r in range(p)]
+            cost = action_cost(train_across(pipe, where, steps=CALIBRATION_STEPS,
+                                            batch=BATCH))
+            real = train_across(pipe, where, steps=steps, batch=BATCH)
+        load = max(load, os.getloadavg()[0])
         measured = span_time(real)
         posts = receives_of(pipe)
-        clock = {where: simulate_pipeline(Settings(mode=pipe, steps=2, numerics=False,
-                                                   cluster=cluster), posts if where else
-                                          "early").step_time for where in (False, True)}
-        simulated = clock[True]
+
+        def clock(mode: pslab.Pipeline, receives: Any = posts) -> float:
+            return simulate_pipeline(Settings(mode=mode, steps=2, numerics=False,
+                                              cluster=cluster), receives).step_time
+
+        simulated, bare = clock(charged(pipe, cost)), clock(pipe)
         took = measured_times(real, pipe.split, v)  # the compute with PyTorch's per-action work
-        own = simulate_pipeline(Settings(mode=pslab.Pipeline(
-            stages=p, microbatches=m, schedule=schedule, chunks=v, times=took), steps=2,
-            numerics=False, cluster=cluster), posts).step_time
+        own = clock(pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v,
+                                   times=took))
         wait, per_step = receive_waits(real)
         out.append(row(SECTION, f"across {p} hosts {rate / 1e6:.1f} Mbit/s, {schedule}"
                        + (f" v={v}" if v > 1 else "") + f" p={p} m={m} F={times[0] * 1e3:.0f} "
@@ -172,33 +187,41 @@ there (processes.receives_of, pslab/pipeline/clock.py). Each action
                        {"median": measured}, seed=seed, schedule=schedule, chunks=v, stages=p,
                        microbatches=m, bandwidth=rate, times=list(times),
                        measured_step=measured, measured_with_checks=step_time(real),
-                       simulated_step=simulated, error=simulated / measured - 1,
+                       action_cost=cost, simulated_step=simulated,
+                       error=simulated / measured - 1, simulated_uncharged=bare,
+                       error_uncharged=bare / measured - 1,
                        receives="late" if posts == "late" else "runtime's plan",
-                       simulated_early=clock[False],
+                       simulated_early=clock(pipe, "early"),
                        measured_times=list(took), simulated_measured_compute=own,
                        error_measured_compute=own / measured - 1,
-                       receive_wait=wait,
-                       receive_wait_per_step=per_step, message=at_size(
-                           link.samples, BATCH * HIDDEN * 4), load=load))
+                       receive_wait=wait, receive_wait_per_step=per_step, message=message,
+                       load=load))
         r = out[-1]
         print(f"  {r['name']}: measured {measured * 1e3:7.1f} ms, simulated "
-              f"{simulated * 1e3:7.1f} ms, error {r['error']:+6.1%} (receives {r['receives']}; "
-              f"posted early {clock[False] * 1e3:.0f} ms; with the measured compute "
-              f"{r['error_measured_compute']:+.1%}; load {load:.1f})", flush=True)
-    errors = sorted(abs(r["error"]) for r in out)
-    median, worst = statistics.median(errors), errors[-1]
-    own = sorted(abs(r["error_measured_compute"]) for r in out)
-    loads = [r["load"] for r in out]
+              f"{simulated * 1e3:7.1f} ms, error {r['error']:+6.1%} (cost "
+              f"{cost * 1e3:.2f} ms/action; without it {r['error_uncharged']:+6.1%}; message "
+              f"{message * 1e3:.1f} ms; receives {r['receives']}; load {load:.1f})", flush=True)
+    summary = {}
+    for key in ("error", "error_uncharged", "error_measured_compute"):
+        errors = sorted(abs(r[key]) for r in out)
+        summary[key] = (statistics.median(errors), errors[-1])
+    (median, worst), loads = summary["error"], [r["load"] for r in out]
     met = median <= 0.03 and worst <= 0.08
     out.append(row(SECTION, f"across hosts, seed {seed}: median |error| {median:.1%}, worst "
                    f"{worst:.1%} (load {min(loads):.1f}-{max(loads):.1f})", {}, seed=seed,
-                   cases=len(errors), median_error=median, worst_error=worst,
-                   median_error_measured_compute=statistics.median(own),
-                   worst_error_measured_compute=own[-1], goal=ACROSS_GOAL, met=met))
-    print(f"pipeline across hosts, seed {seed}, {len(errors)} cases: median |error| "
-          f"{median:.1%}, worst {worst:.1%}: goal {ACROSS_GOAL}: {'met' if met else 'NOT met'}"
-          f" (with each action's measured compute: median {statistics.median(own):.1%}, "
-          f"worst {own[-1]:.1%})")
+                   cases=len(out), median_error=median, worst_error=worst,
+                   median_error_uncharged=summary["error_uncharged"][0],
+                   worst_error_uncharged=summary["error_uncharged"][1],
+                   median_error_measured_compute=summary["error_measured_compute"][0],
+                   worst_error_measured_compute=summary["error_measured_compute"][1],
+                   load_min=min(loads), load_max=max(loads), goal=ACROSS_GOAL, met=met))
+    print(f"pipeline across hosts, seed {seed}, {len(out) - 1} cases, load {min(loads):.1f}-"
+          f"{max(loads):.1f}: median |error| {median:.1%}, worst {worst:.1%}: goal "
+          f"{ACROSS_GOAL}: {'met' if met else 'NOT met'} (without the per-action cost: median "
+          f"{summary['error_uncharged'][0]:.1%}, worst {summary['error_uncharged'][1]:.1%}; "
+          f"with each action's compute as this run measured it: median "
+          f"{summary['error_measured_compute'][0]:.1%}, worst "
+          f"{summary['error_measured_compute'][1]:.1%})")
     return out
 
 
