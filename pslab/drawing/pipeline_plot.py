@@ -1,6 +1,6 @@
 """A pipelined step drawn as the papers draw it: one row per rank (rank 0 on top), a block per
 forward (F), backward (B) or its input and weight halves (I, W) numbered by micro-batch, the
-bubbles hatched grey (GPipe, Huang et al. 2019, Fig. 2; 1F1B, Narayanan et al. 2021, Fig. 4;
+bubbles plain grey, the dashboard's BUBBLE (GPipe, Huang et al. 2019, Fig. 2; 1F1B, Narayanan et al. 2021, Fig. 4;
 zero bubble, Qi et al. 2024, Fig. 3). Later chunks of an interleaved rank are drawn darker."""
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
     span = max(o.end for o in ops)
     for r in range(rows):
         ax.add_patch(Rectangle((0, r - 0.42), span, 0.84, facecolor=BUBBLE, edgecolor="none",
-                               hatch="///", zorder=0))
+                               zorder=0))
     for o in ops:
         chunk = o.stage // p if pipe.schedule != "zbv" else (0 if o.stage < p else 1)
         ax.add_patch(Rectangle((o.start, o.rank - 0.42), o.end - o.start, 0.84,
@@ -58,7 +58,7 @@ def draw_step(run: Run, ax: Axes, numbers: bool = True, legend: bool = True,
     if legend:
         handles = [Patch(facecolor=PIPELINE[k], edgecolor="black", label=NAMES[k])
                    for k in kinds]
-        handles.append(Patch(facecolor=BUBBLE, hatch="///", edgecolor="grey", label="bubble"))
+        handles.append(Patch(facecolor=BUBBLE, edgecolor="grey", label="bubble"))
         ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.0),
                   ncol=len(handles), frameon=False, fontsize=fontsize, handlelength=1.2,
                   columnspacing=0.8, borderaxespad=0.2)

@@ -32,7 +32,7 @@ from ..pipeline import Pipeline, PipelineRun
 from ..pipeline.schedules import SCHEDULES
 from ..training import train
 from .browser_figure import BrowserFigure
-from .browser_plots import CURVES_LAYOUT, FONT, curves, packed
+from .browser_plots import CURVES_LAYOUT, CURVES_PX, FONT, curves, packed
 from .controls import BANDWIDTHS, _options, check_settle_delay, dress
 from .dashboard import TEXT_STYLE, DashboardBase
 from .dashboard_settings import bytes_per_s
@@ -87,9 +87,8 @@ class PipeSettings:
 TIMELINE_LAYOUT = {"height": 150, "font": FONT, "panels": [dict(
     share=1.0, left=64, right=10, top=26, bottom=40, xlabel="virtual time (s), one step",
     yinvert=True, zoom=True)]}
-MEMORY_LAYOUT = {"height": 150, "font": FONT, "panels": [dict(
-    share=1.0, left=58, right=12, top=26, bottom=40, ylabel="kB of activations",
-    xlabel="rank (its peak: micro-batches held from forward to backward)")]}
+MEMORY_LAYOUT = {"height": CURVES_PX, "font": FONT, "panels": [dict(  # beside the loss curve
+    share=1.0, left=48, right=8, top=22, bottom=34, ylabel="kB held", xlabel="rank")]}
 KINDS = ("F", "B", "I", "W")
 RING = ("reduce-scatter", "all-gather")  # the flush's all-reduce, with replicas
 
@@ -224,8 +223,20 @@ class PipelineDashboard(DashboardBase):
         self._previous: tuple[PipeSettings, PipelineRun] | None = None
         self.shown: PipelineRun | None = None
         self.same: str | None = None  # the line comparing the loss with the previous run's
-        super().__init__(controls, figures, settle_delay=settle_delay, preset="08",
-                         extra=(figures["memory"],))
+        super().__init__(controls, figures, settle_delay=settle_delay, preset="08")
+
+    def _layout(self, extra: tuple[W.Widget, ...]) -> W.VBox:
+        """DashboardBase's, the memory bars in the plots' row after the loss curve: in a
+        projector's cell (1024×768, the file browser open) the timeline takes the cell's
+        width and the curve and the bars share the row under it, so all is on one screen;
+        wide, the three stand side by side."""
+        box = super()._layout(extra)
+        timeline, training, memory = (self.figures[n] for n in ("timeline", "training", "memory"))
+        training.layout.flex, memory.layout.flex = "2 1 330px", "1 1 170px"
+        for part in box.children:
+            if timeline in getattr(part, "children", ()):
+                part.children = (*part.children, memory)
+        return box
 
     @property
     def settings(self) -> PipeSettings:
