@@ -42,6 +42,9 @@ class Link:
     # seconds per ring step of the collectives, measured (network.ring_latency), by
     # network.ring_key: "allreduce 4" is DDP among 4 hosts behind links like this one
     ring: dict[str, float] = field(default_factory=dict)
+    # seconds per message of the parameter server's protocol beside its bytes, measured
+    # (network.overhead), by network.overhead_key: "sync 4 2" is 4 workers and 2 shards
+    messages: dict[str, float] = field(default_factory=dict)
     # the clock's reduce-scatter bytes (Cluster.reduce_scatter) the ring latencies were
     # measured against: gloo's, an all-reduce's (2); grid files from before it say none (1)
     reduce_scatter: float = 2.0
