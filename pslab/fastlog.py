@@ -119,40 +119,50 @@ class Rows:
         self.micro_unit = float(timeline.micro_unit)
         self.durations = np.array([np.asarray(row, dtype=np.float64) for row in sim.durations])
         self.accumulate, self.timeline = sim.accumulate, timeline
+        self.logged = 0  # the log's values made into rows so far
 
-    def add(self, log: list, updates: list | None = None) -> None:
+    def add(self, log: list, updates: list | None = None, upto: float = math.inf) -> None:
         """Add the rows of the logged events to the timeline, in the order the actors add them,
-        and empty `log` and `updates`. updates: the update spans booked between the logged
-        events, flat (after, shard, step, start): each goes in after the rows of the events of
-        the log's first `after` values."""
+        and empty `log`. updates ("apart"): the update spans booked on the way, flat (arrival,
+        order, mark, shard, step, start; mark: the log's length, counted from the run's start,
+        when its push was logged): those that arrive by `upto` go in among the events' rows
+        where they arrive, and leave `updates`."""
         del log[len(log) - len(log) % self.width:]  # an event cut short (a 2nd Ctrl-C): no row
-        if not log and not updates:
-            return
-        items, kept = self.items(log)
+        # struct packs a list of floats and small ints into doubles ~2x faster than numpy
+        L = np.frombuffer(struct.pack(f"{len(log)}d", *log)).reshape(-1, self.width)
+        items, kept = self.items(L)
         if updates:
-            after, s, step, start = np.frombuffer(
-                struct.pack(f"{len(updates)}d", *updates)).reshape(-1, 4).T
-            s = s.astype(np.intp)
-            rows = np.empty((len(s), 3))
-            rows[:, 0] = step * self.step_unit + self.update_codes[s]
-            rows[:, 1], rows[:, 2] = start, start + self.update_cost[s]
-            ends = np.concatenate(([0], np.cumsum(kept)))  # where each event's rows end
-            at = np.minimum(after.astype(np.intp) // self.width, len(kept))
-            items = np.insert(items, ends[at], rows.view("V24").ravel())
+            items = self._place(items, kept, L[:, 2], updates, upto)
         self.timeline.rows.frombytes(memoryview(items.view(np.uint8)))  # no copy in between
+        self.logged += len(log)
         del log[:]
-        if updates:
-            del updates[:]
 
-    def items(self, log: list) -> tuple[np.ndarray, np.ndarray]:
+    def _place(self, items: np.ndarray, kept: np.ndarray, now: np.ndarray, updates: list,
+               upto: float) -> np.ndarray:
+        """`items` with the rows of the updates that arrive by `upto` put in where they arrive:
+        after the events before their moment (urgent: before those at it) and after their push
+        (sent at that moment, at no cost), in the order they arrive."""
+        U = np.frombuffer(struct.pack(f"{len(updates)}d", *updates)).reshape(-1, 6)
+        due = U[:, 0] <= upto
+        updates[:] = U[~due].ravel().tolist()
+        U = U[due]
+        U = U[np.lexsort((U[:, 1], U[:, 0]))]  # by (arrival, order): the clock's order
+        s, step, start = U[:, 3].astype(np.intp), U[:, 4], U[:, 5]
+        rows = np.empty((len(U), 3))
+        rows[:, 0] = step * self.step_unit + self.update_codes[s]
+        rows[:, 1], rows[:, 2] = start, start + self.update_cost[s]
+        sender = (U[:, 2].astype(np.intp) - self.logged) // self.width
+        at = np.maximum(np.searchsorted(now, U[:, 0], "left"), sender + 1)
+        ends = np.concatenate(([0], np.cumsum(kept)))  # where each event's rows end
+        return np.insert(items, ends[np.minimum(at, len(kept))], rows.view("V24").ravel())
+
+    def items(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows of the logged events (each a 24-byte item: code, start, end), and how many
         each event made. Every value is the loop's own or the same float operation on the
         same operands as the actors', so the rows are theirs bit for bit."""
         S, k, W = self.shards, self.accumulate, self.workers
-        if not log:
+        if not len(L):
             return np.empty(0, dtype="V24"), np.empty(0, dtype=np.intp)
-        # struct packs a list of floats and small ints into doubles ~2x faster than numpy
-        L = np.frombuffer(struct.pack(f"{len(log)}d", *log)).reshape(-1, self.width)
         E = len(L)
         who, step, now, A = L[:, 0].astype(np.intp), L[:, 1], L[:, 2], L[:, 3:3 + S]
         pushed = who < 0

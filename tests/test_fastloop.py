@@ -4,6 +4,7 @@ span's fields, the history, the staleness, the clock), on every schedule it take
 must stay out of the runs they do not do exactly."""
 import copy
 import math
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -100,15 +101,15 @@ def test_duplex_links_take_their_own_loop_and_only_its_runs(monkeypatch):
 
 
 class Ticker:
-    """A progress bar that asks for a stop at its 5th update: inside a push's event, as a
+    """A progress bar that asks for a stop at its `at`-th update: inside a push's event, as a
     Ctrl-C arriving mid-event would."""
 
-    def __init__(self, clock):
-        self.clock, self.updates = clock, 0
+    def __init__(self, clock, at=5):
+        self.clock, self.updates, self.at = clock, 0, at
 
     def update(self, n):
         self.updates += n
-        if self.updates == 5:
+        if self.updates == self.at:
             self.clock.interrupt()
 
     def close(self):
@@ -126,9 +127,9 @@ def on_both_paths(monkeypatch, wrap, links=ONE, **kwargs):
             seen, real = {}, simulation.Simulation.run
             m.setattr(simulation.Simulation, "run",
                       lambda self, until=None: wrap(self, real, until, seen))
-            out.append((pslab.train(mode="async", workers=6, steps=20, numerics=False,
-                                    cluster=pslab.Cluster(jitter=0.3, links=links), **kwargs),
-                        seen))
+            settings = dict(mode="async", workers=6, steps=20,
+                            cluster=pslab.Cluster(jitter=0.3, links=links))
+            out.append((pslab.train(numerics=False, **{**settings, **kwargs}), seen))
     return out
 
 
@@ -228,3 +229,26 @@ def test_generated_runs_cut_anywhere_are_the_actors_run(monkeypatch, mode, worke
     (fast, fast_seen), (slow, slow_seen) = in_pieces(
         monkeypatch, sorted(whole * c for c in cuts), **kwargs)
     assert same(fast, slow) and fast_seen == slow_seen
+
+
+@settings(max_examples=40, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(at=st.integers(1, 120), workers=st.integers(1, 8), shards=st.integers(1, 3),
+       links=st.sampled_from([ONE, "duplex"]), free=st.booleans(), seed=st.integers(0, 99))
+def test_a_stop_at_any_update_leaves_what_the_actors_would(monkeypatch, at, workers, shards,
+                                                           links, free, seed):
+    """A stop asked for by the progress bar at a generated update (ties and zero costs
+    included): the loop stops right after that push's arrival, in the actors' state."""
+    def wrap(sim, run, until, seen):
+        sim.progress = Ticker(sim.clock, at)
+        run(sim, until)
+        seen["state"] = state(sim)
+
+    cluster = (pslab.Cluster.free(links=links) if free else
+               pslab.Cluster(jitter=0.3, links=links))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "interrupted", when the stop came
+        (fast, seen_fast), (slow, seen_slow) = on_both_paths(
+            monkeypatch, wrap, workers=workers, steps=15, shards=shards, cluster=cluster,
+            seed=seed)
+    assert same(fast, slow) and seen_fast == seen_slow

@@ -1,0 +1,217 @@
+"""The shards' books of the duplex loop (fastduplex.py): each push's arrivals, booked when it
+is sent.
+
+A shard's push line is first come first served and only the pushes that arrive book its
+update line, so when a push is sent its arrival on each shard is known: when (the line's end),
+what it finds (the shard's version, hence its lag) and where its update goes. `push` books
+them all then, on a FIFO per shard, and the push joins the history then (pushes complete in
+the order they were sent). What the rest of the run reads of a shard is what the arrivals
+that have happened left it: a fetch takes them off the FIFO up to its moment (`arrived`). A
+segment of the loop ends at a cut (a moment, or the clock's own next event): `cut` takes back
+what the arrivals after it did, and gives them back as the clock's events.
+Layer: actors (below fastduplex.py), above the clock and the timeline.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Callable
+
+from .engine import URGENT
+from .timeline import Record
+
+# a booked arrival: (time, clock order; its shard as the arrival leaves it: version, the
+# update line's free time, pushes counted; whose push: rank, step; its lag, and the end of the
+# update it completes or None)
+T, ORDER, VERSION, FREE, COUNT, RANK, STEP, LAG, APPLIED = range(9)
+
+
+class Books:
+    """Each shard's booked arrivals, and each worker's latest push (for a cut)."""
+
+    def __init__(self, sim: Any, rows: Any, arrivals: list):
+        server, S = sim.server, len(sim.updates)
+        self.sim, self.rows, self.shards = sim, rows, S
+        self.lines = [line for _, line, _ in sim.updates]  # each shard's own line: its updates
+        self.fifos: list[deque] = [deque() for _ in range(S)]
+        # each shard as the last arrival that has happened left it: what a fetch reads
+        self.arrived = [(-math.inf, -math.inf, server.versions[s], self.lines[s].free_at,
+                         server.counts[s], None, None, 0, None) for s in range(S)]
+        # each shard as the pushes sent so far leave it
+        self.versions, self.counts = server.versions[:], server.counts[:]
+        self.free = [line.free_at for line in self.lines]
+        self.last: list[list] = [[None] * S for _ in sim.routes["push"]]  # its booked arrivals
+        self.before = [0] * len(self.last)  # round staleness before each latest push completed
+        self.stalest = [sim.round_staleness]  # of the update being gathered
+        self.notes: list = []  # per update, flat: arrival, order, sender's mark, shard, step, start
+        self.ticks: deque = deque()  # with a progress bar: each record's arrival, as (t, order)
+        self.carried: dict = {}  # rank -> (step, lag, applied) of a push begun before
+        self.push = self._pusher()
+        parts: dict = {}  # the pushes on their way: book their arrivals, in the clock's order
+        for t, q, _, (rank, step, s) in arrivals:
+            if rank not in parts:
+                parts[rank] = list(sim.pushing[rank])
+                self.carried[rank] = (step, *parts[rank][1:])
+            part = parts[rank]
+            lag, applied = self._take(s, t, q, -1, rank, step)
+            part[0] -= 1
+            part[1] = max(part[1], lag)
+            if applied is not None:
+                part[2] = applied if part[2] is None else max(part[2], applied)
+            if part[0] == 0:
+                self._complete(rank, step, part[1], part[2], (t, q))
+
+    def _take(self, s: int, t: float, q: int, mark: int, rank: int, step: int) -> tuple:
+        """Book shard s's arrival of a push (Simulation.take): (its lag, its update's end)."""
+        lag = self.versions[s] - self.sim.fetched[rank][s]
+        applied = None
+        if _gathered(self.counts, s, self.sim.server.aggregate):
+            self.versions[s] += 1
+            u0 = max(self.free[s], t)
+            applied = self.free[s] = u0 + self.sim.updates[s][2]
+            self.notes.extend((t, q + URGENT, mark, s, step, u0))
+        self.last[rank][s] = book = (t, q, self.versions[s], self.free[s], self.counts[s], rank,
+                                     step, lag, applied)
+        self.fifos[s].append(book)
+        return lag, applied
+
+    def _complete(self, rank: int, step: int, stale: int, applied: float | None,
+                  key: tuple) -> None:
+        """Every shard has taken the push (Simulation.pushed and record, timing only)."""
+        sim = self.sim
+        self.before[rank] = self.stalest[0]
+        sim.push_staleness.append(stale)
+        self.stalest[0] = max(self.stalest[0], stale)
+        if applied is not None:
+            if sim.progress is not None:
+                self.ticks.append(key)
+            sim.history.append(Record(applied, math.nan, math.nan, self.stalest[0],
+                                      len(sim.history) + 1, rank, step))
+            self.stalest[0] = 0
+
+    def _pusher(self) -> Callable[[int, int, float, int, list], float]:
+        """`push(rank, step, now, seq, log)`: book a worker's pushes, one per shard in the
+        shard's push line, logging each start, and their arrivals (`_take` and `_complete`,
+        inlined); returns when the last one is sent."""
+        sim = self.sim
+        sent, counts, free, fifos, last = (self.versions, self.counts, self.free, self.fifos,
+                                           self.last)
+        fetched, routes, aggregate = sim.fetched, sim.routes["push"], sim.server.aggregate
+        seconds = [cost for _, _, cost in sim.updates]
+        staleness, history, progress, ticks = (sim.push_staleness, sim.history, sim.progress,
+                                               self.ticks)
+        before, stalest, note, rows = self.before, self.stalest, self.notes.extend, self.rows
+        new, nan = tuple.__new__, math.nan  # nan: the very object the actors' records hold
+
+        def push(rank: int, step: int, now: float, seq: int, log: list) -> float:
+            mine, books = fetched[rank], last[rank]
+            mark, first = rows.logged + len(log), seq - URGENT  # urgent: first at its moment
+            end, stale, applied = now, 0, None
+            for s, line, cost in routes[rank]:  # in shard order (fastduplex._exact)
+                a = line.free_at if line.free_at > now else now
+                b = line.free_at = a + cost
+                log.append(a)
+                if b > end:
+                    end = b
+                lag = sent[s] - mine[s]  # what it finds when it arrives at b
+                if lag > stale:
+                    stale = lag
+                u1 = None
+                if aggregate == 1 or _gathered(counts, s, aggregate):
+                    sent[s] += 1
+                    u0 = free[s] if free[s] > b else b
+                    u1 = free[s] = u0 + seconds[s]
+                    note((b, seq + s, mark, s, step, u0))
+                    if applied is None or u1 > applied:
+                        applied = u1
+                books[s] = book = (b, first + s, sent[s], free[s], counts[s], rank, step, lag, u1)
+                fifos[s].append(book)
+            before[rank] = stalest[0]
+            staleness.append(stale)
+            if stale > stalest[0]:
+                stalest[0] = stale
+            if applied is not None:
+                if progress is not None:
+                    ticks.append(max(book[:2] for book in books))
+                history.append(new(Record, (applied, nan, nan, stalest[0], len(history) + 1,
+                                            rank, step)))
+                stalest[0] = 0
+            return end
+
+        return push
+
+    def between(self, queue: list, times: list, at: dict, limit: float,
+                now: float) -> tuple | None:
+        """Before the loop's next event (or `limit`): the records whose arrival comes first
+        tick the progress bar, and the clock's own next event, if it comes first, ends the
+        segment. Returns None (go on) or (the cut, whether the clock's event runs next)."""
+        mine = (times[0], at[times[0]][1]) if times and times[0] <= limit else (limit, math.inf)
+        done = (now, math.inf)  # what has happened: the arrivals up to the last event's moment
+        while True:
+            first = queue[0][:2] if queue else None
+            tick = self.ticks[0] if self.ticks else None
+            if first is not None and first < mine and (tick is None or first < tick):
+                return max(first, done), True  # a stop asked for (-inf): here
+            if tick is None or not tick < mine:
+                return None
+            self.ticks.popleft()
+            self.sim.progress.update(1)  # it may ask for a stop: right after this arrival
+            done = max(done, (tick[0], tick[1] + 1))
+
+    def cut(self, cut: tuple) -> list:
+        """The arrivals before `cut` (a clock key: time, order) have happened, the others not:
+        the shards, the pushes on their way, the history, the staleness and the update rows as
+        the actors leave them then. Returns the arrivals to come, as the clock's events."""
+        sim, back = self.sim, []
+        for s, fifo in enumerate(self.fifos):
+            while fifo and fifo[0][:2] < cut:
+                self.arrived[s] = fifo.popleft()
+            book = self.arrived[s]
+            sim.server.versions[s], sim.server.counts[s] = book[VERSION], book[COUNT]
+            self.lines[s].free_at = book[FREE]
+            back += [(b[T], b[ORDER], sim.push_arrived, (b[RANK], b[STEP], s)) for b in fifo]
+        undone = []  # (arrival of its last shard, whether it made an update) of a cut push
+        for rank, books in enumerate(self.last):
+            booked = [b for b in books if b is not None]
+            if not booked:
+                continue
+            step = booked[0][STEP]
+            carried = self.carried.get(rank)
+            _, lag, applied = carried if carried and carried[0] == step else (step, 0, None)
+            whole = _latest(applied, [b[APPLIED] for b in booked])
+            taken = [b for b in booked if b[:2] < cut]
+            lag = max([lag] + [b[LAG] for b in taken])
+            sim.pushing[rank] = [len(booked) - len(taken), lag,
+                                 _latest(applied, [b[APPLIED] for b in taken])]
+            if len(taken) < len(booked):
+                undone.append((max(b[:2] for b in booked), rank, whole is not None))
+        undone.sort()
+        if undone:  # they complete in the order they were sent: the last ones booked
+            del sim.push_staleness[len(sim.push_staleness) - len(undone):]
+            del sim.history[len(sim.history) - sum(made for _, _, made in undone):]
+            self.stalest[0] = self.before[undone[0][1]]
+        sim.round_staleness = self.stalest[0]
+        notes = self.notes
+        self.notes[:] = [v for i in range(0, len(notes), 6)
+                         if (notes[i], notes[i + 1] - URGENT) < cut for v in notes[i:i + 6]]
+        return back
+
+    def last_arrival(self) -> float:
+        """When the last arrival that has happened happened (-inf: none)."""
+        return max(book[T] for book in self.arrived) if self.arrived else -math.inf
+
+
+def _latest(applied: float | None, ends: list) -> float | None:
+    """The latest of `applied` and the update ends in `ends` (None: there is none)."""
+    ends = [e for e in [applied, *ends] if e is not None]
+    return max(ends) if ends else None
+
+
+def _gathered(counts: list, s: int, aggregate: int) -> bool:
+    """ParameterServer.push, timing only: shard s counts the push; does it complete the
+    `aggregate` pushes of an update?"""
+    counts[s] += 1
+    if counts[s] < aggregate:
+        return False
+    counts[s] = 0
+    return True
