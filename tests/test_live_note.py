@@ -37,7 +37,7 @@ def test_a_notebook_05_knob_has_its_note_and_plain_text(make):
     knob = make()
     assert "pslab-knob" in knob.widget._dom_classes
     assert isinstance(knob.widget.children[0], LiveNote)
-    assert isinstance(knob.widget.children[1], W.interactive)
+    assert isinstance(knob.widget.children[1].children[-1], W.Output)  # the picture
     bundle = knob._repr_mimebundle_()
     assert bundle["text/plain"] == f"pslab knob: {', '.join(knob.names)}"
     assert "application/vnd.jupyter.widget-view+json" in bundle

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 import pslab
 from pslab.nas import compare, scale
 from pslab.notebook.nas_live import Dashboard
+from pslab.notebook.dashboard import is_faded
 from pslab.drawing.nas_compare import plot_rewards
 from pslab.drawing.nas_diagram import flows, plot_hierarchy
 from pslab.drawing.nas_tiers_plot import blocks, rows
@@ -156,7 +157,7 @@ def test_nas_dashboard_is_ready_only_for_the_values_its_controls_show():
     async def scenario():
         dash = Dashboard(settle_delay=0.05, rounds=3)
         dash.controls["servers"].value = 3
-        faded = (dash.numbers.layout.opacity, dash.figures["rewards"].layout.opacity,
+        faded = (is_faded(dash.numbers), is_faded(dash.figures["rewards"]),
                  'data-state="ready"' in dash.status.value)
         run = dash._search
 
@@ -174,10 +175,10 @@ def test_nas_dashboard_is_ready_only_for_the_values_its_controls_show():
         return faded, dash
 
     faded, dash = asyncio.run(scenario())
-    assert faded == ("0.45", "0.45", False)
+    assert faded == (True, True, False)
     assert 'data-state="ready"' in dash.status.value
     assert dash.settings["servers"] == dash.result.servers == 8 and "S=8," in dash.numbers.value
-    assert dash.numbers_for == dash.settings and dash.numbers.layout.opacity == "1"
+    assert dash.numbers_for == dash.settings and not is_faded(dash.numbers)
 
 
 def test_nas_dashboard_text_reads_at_10_px_in_a_590_px_cell():

@@ -19,6 +19,7 @@ from PIL import Image
 import pslab
 from pslab.model import single_thread
 from pslab.notebook.controls import CONTROLS
+from pslab.notebook.dashboard import is_faded
 from pslab.notebook.dashboard_settings import PRESETS, Settings, preset
 from pslab.notebook.liveview import View, _timeline_artists
 from pslab.notebook.livefigure import LiveFigure, nice_ceiling
@@ -354,7 +355,7 @@ def test_a_diverged_runs_lr_search_follows_the_curve_a_run_per_turn_and_yields_t
         turns = len(dash.finish_ms)
         dash.set(mode="async", lr=1.0)  # no delay: the settle runs in this call
         assert dash.run.diverged and dash.numbers_for == dash.settings
-        assert dash.pending and dash.why.layout.opacity == "0.45"
+        assert dash.pending and is_faded(dash.why)
         assert 'data-state="busy"' in dash.status.value and "trying" in dash.status.value
         await asyncio.sleep(0)  # one turn: one run (0.5, the start's lr, diverged: a bisection)
         assert len(dash.finish_ms) == turns + 1 and dash.pending
@@ -366,7 +367,7 @@ def test_a_diverged_runs_lr_search_follows_the_curve_a_run_per_turn_and_yields_t
             await asyncio.sleep(0)
             if not dash.pending:
                 break
-        assert 'data-state="ready"' in dash.status.value and dash.why.layout.opacity == "1"
+        assert 'data-state="ready"' in dash.status.value and not is_faded(dash.why)
         assert searched == [key for key in dash.view.cache._runs if key[1]
                             and key[0].workers == 8 and key[0].lr < 1.0]
         why = html.unescape(dash.why.value)
@@ -386,7 +387,7 @@ def test_ready_only_when_everything_shown_is_of_the_controls_values():
         seen = []
         for k in (2, 3, 4):
             dash.controls["accumulate"].value = k
-            seen.append((dash.numbers.layout.opacity, dash.figures["training"].layout.opacity,
+            seen.append((is_faded(dash.numbers), is_faded(dash.figures["training"]),
                          'data-state="ready"' in dash.status.value))
         settle = dash.view.settle
 
@@ -404,12 +405,12 @@ def test_ready_only_when_everything_shown_is_of_the_controls_values():
         return [seen, dash]
 
     seen, dash = asyncio.run(scenario())
-    assert seen == [("0.45", "0.45", False)] * 3  # faded and not ready while moving
+    assert seen == [(True, True, False)] * 3  # faded and not ready while moving
     assert 'data-state="ready"' in dash.status.value
     assert dash.settings.accumulate == 5 and dash.numbers_for == dash.settings
     assert dash.view.current(dash.settings) and dash.run.settings.accumulate == 5
     assert describe(dash.run) in dash.numbers.value
-    assert dash.numbers.layout.opacity == dash.figures["training"].layout.opacity == "1"
+    assert not is_faded(dash.numbers) and not is_faded(dash.figures["training"])
 
 
 @pytest.mark.parametrize("name", ["default", "000", "001", "002"])

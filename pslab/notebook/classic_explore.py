@@ -17,6 +17,7 @@ from ..modes import SSP, Backup
 from ..result import Run
 from ..training import train
 from ..classic.papers import BOUNDED_DELAY, STRAGGLERS, step_time, waiting
+from .dashboard import show_faded, status_html
 
 MARKS = {"dropped": dict(hatch="xxx", edgecolor="crimson", label="push dropped (late)"),
          "queue": dict(hatch="...", edgecolor="0.35", label="idle: queued at a busy shard")}
@@ -88,22 +89,44 @@ def _timeline(run: Run, title: str) -> Figure:
 
 
 class Knob:
-    """An ipywidgets panel: `draw(**values)` redrawn whenever a control moves. Saved with its
-    notebook and opened before the notebook runs, it says so at its top (`LiveNote`)."""
+    """An ipywidgets panel: `draw(**values)` redrawn whenever a control moves. While the next
+    picture is drawn (1-2 s) the one before shows faded and the status beside the last control
+    says "drawing…", then "ready" (as a dashboard's status). Saved with its notebook and opened
+    before the notebook runs, it says so at its top (`LiveNote`) and shows no status."""
 
     def __init__(self, draw: Callable[..., Figure], **controls: Any):
+        import html
+
         import ipywidgets as W
         from IPython.display import display
 
         from .live_note import LiveNote
 
-        def show(**values):
-            display(draw(**values))
+        def show(**values: Any) -> None:
+            self._drawing(True)
+            try:
+                display(draw(**values))
+            except Exception as exc:  # shown under the controls by the Output widget too
+                self.status.value = status_html("error", html.escape(
+                    f"{type(exc).__name__}: {exc}"))
+                raise
+            self._drawing(False)
 
         self.names = list(controls)
-        self.panel = W.interactive(show, **controls)
+        self.status = W.HTML(layout=W.Layout(margin="0 0 0 8px", width="auto"))
+        self.status.add_class("pslab-status")  # hidden in a saved view (live_note.js)
+        self.out: Any = None
+        self.out = W.interactive_output(show, controls)
+        *first, last = controls.values()
+        row = W.HBox([last, self.status], layout=W.Layout(align_items="center"))
+        self.panel = W.VBox([*first, row, self.out])
         self.widget = W.VBox([LiveNote(), self.panel])
         self.widget.add_class("pslab-knob")
+
+    def _drawing(self, busy: bool) -> None:
+        if self.out is not None:  # (none yet while the first picture is drawn)
+            show_faded(self.out, busy)
+        self.status.value = status_html(*(("busy", "drawing…") if busy else ("ready", "ready")))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         from .progress import widget_bundle

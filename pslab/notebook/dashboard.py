@@ -58,11 +58,30 @@ from .prefetch import Ahead
 from .progress import widget_bundle
 from .turns import Turn, running_loop, serial
 
-__all__ = ["DashboardBase", "TEXT_STYLE", "count"]
+__all__ = ["DashboardBase", "TEXT_STYLE", "count", "is_faded", "show_faded", "status_html"]
 
 TEXT_STYLE = "font-size:12px;line-height:1.2;text-align:left"
 COLOURS = {"ready": "#2e7d32", "busy": "#b26a00", "error": "#c62828"}
-FADED = "0.45"  # opacity of a part that shows older values than the controls
+FADED = "pslab-faded"  # the class of a part that shows older values than the controls: the
+# page draws it at opacity 0.45 (live_note.js; a widget's Layout has no opacity to send)
+
+
+def show_faded(part: W.DOMWidget, older: bool) -> None:
+    """Fade a part that shows older values than the controls, or restore it."""
+    if older:
+        part.add_class(FADED)
+    else:
+        part.remove_class(FADED)
+
+
+def is_faded(part: W.DOMWidget) -> bool:
+    return FADED in part._dom_classes
+
+
+def status_html(state: str, text: str) -> str:
+    """A status line: "ready" (green), "busy" (amber) or "error" (red), and its text (HTML)."""
+    return (f'<div data-state="{state}" style="{TEXT_STYLE};color:{COLOURS[state]}">'
+            f'{text}</div>')
 
 
 def count(n: int, thing: str) -> str:
@@ -221,6 +240,7 @@ class DashboardBase(Ahead):
         """Run the slow path for the controls' values now and redraw everything."""
         self._cancel_settle()
         self._stop_finish()
+        self._stop_ahead()  # the controls rest: "ready" first, the neighbours' frames after
         try:
             t0 = time.perf_counter()
             drawn = self.compute()
@@ -277,10 +297,10 @@ class DashboardBase(Ahead):
             return  # thread (`serial` keeps the other thread's out until the run ends)
         if text is None:
             self._finishing = None
-            self.why.layout.opacity = "1"
+            show_faded(self.why, False)
             self._ready(t0)
             return
-        self.why.layout.opacity = FADED  # a run is needed: in the next turn, after any key
+        show_faded(self.why, True)  # a run is needed: in the next turn, after any key
         self.set_status("busy", html.escape(text))
         self._finish_handle = Turn(running_loop(), None, self._finish_turn, t0)
 
@@ -298,8 +318,7 @@ class DashboardBase(Ahead):
 
     def set_status(self, state: str, text: str) -> None:
         """The status line: "ready" (green), "busy" (amber) or "error" (red), and its text."""
-        self.status.value = (f'<div data-state="{state}" style="{TEXT_STYLE};'
-                             f'color:{COLOURS[state]}">{text}</div>')
+        self.status.value = status_html(state, text)
 
     def fail(self, exc: Exception) -> None:
         """Show an error in the status line and keep it in `errors` (never raised in a
@@ -310,7 +329,7 @@ class DashboardBase(Ahead):
     def fade(self, older: bool) -> None:
         """Fade (or restore) the parts the slow path draws."""
         for part in self.faded():
-            part.layout.opacity = FADED if older else "1"
+            show_faded(part, older)
 
     # ---- the two paths -----------------------------------------------------------------------
     @contextmanager

@@ -15,7 +15,17 @@ const STYLE = ".pslab-picture .pslab-status { display: none; }\n" +
 const SAID = "Not live yet: a picture saved with the notebook. The controls move nothing " +
   "until the notebook runs: choose Run ▸ Run All Cells, then use them.";
 
+// A part of a dashboard or knob that shows older values than its controls carries the class
+// pslab-faded (pslab.notebook.dashboard.show_faded): drawn pale until it is of them again.
+const FADED_STYLE = ".pslab-faded { opacity: 0.45; }";
+
 function render({ model, el }) {
+  if (!document.getElementById("pslab-faded-style")) {
+    const style = document.createElement("style");
+    style.id = "pslab-faded-style";
+    style.textContent = FADED_STYLE;
+    document.head.append(style);
+  }
   let live = false, note = null, tries = 0, box = null;
   function alive() {
     live = true;

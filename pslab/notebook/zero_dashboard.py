@@ -35,7 +35,7 @@ from .browser_memory import memory_layout, memory_legend, memory_panel
 from .browser_plots import (CURVES_LAYOUT, curves, timeline_layout, timeline_legend,
                             timeline_panel, timeline_rows)
 from .controls import BANDWIDTHS, _options, check_settle_delay, dress
-from .dashboard import TEXT_STYLE, DashboardBase, count
+from .dashboard import TEXT_STYLE, DashboardBase, count, show_faded
 from .dashboard_settings import bytes_per_s
 from .livefigure import nice_ceiling, png_bytes
 from .zero_settings import HIDDENS, MODES, WORKERS, ZeroSettings, model_bytes
@@ -125,7 +125,7 @@ class ZeroDashboard(DashboardBase):
 
     def fade(self, older: bool) -> None:
         if not older:  # settled: the memory bars are of these values too
-            self.figures["memory"].layout.opacity = "1"
+            show_faded(self.figures["memory"], False)
         super().fade(older)
 
     def compute(self) -> ZeroSettings:
