@@ -35,7 +35,9 @@ import numpy as np
 
 MAX_HEADER = 100_000_000  # safetensors' own limit on a header
 MAX_DEPTH = 32  # pslab's files nest a handful of levels; 100,000 would exhaust a parser's stack
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+# a JSON string: runs of plain bytes taken whole between escapes (a 7 kB base64 string in one
+# step of the regex engine, not one alternation per byte: ~40x faster on a shard's update line)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _DEPTH_STEP = np.zeros(256, np.int8)
 _DEPTH_STEP[[ord("["), ord("{")]] = 1
 _DEPTH_STEP[[ord("]"), ord("}")]] = -1
