@@ -140,6 +140,8 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     measured = step_time(measure(case, link, steps))
     at = [step_time(simulate(case, replace(bare, latency=x), steps)) for x in (0.0, 1e-3)]
     per_second = (at[1] - at[0]) / 1e-3
+    if per_second <= 0:  # no message on a step's path costs time: nothing to measure
+        return 0.0
     return max(0.0, (measured - at[0]) / per_second)
 
 
