@@ -32,3 +32,12 @@ def stopped_joining(job, rank, meeting, sink, launcher=None):
 
         child.handshake = stop_then_greet  # this process only: a fork of the forkserver
     child.main(job, rank, meeting, sink, launcher)
+
+
+def fsdp_stopped(member, folder, timeout, *settings):
+    """An FSDP2/DDP group's worker 2 (pslab.processes.fsdp) stops before it sets up."""
+    from pslab.processes import fsdp
+
+    if member.rank == 2:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    fsdp._worker(member, folder, timeout, *settings)

@@ -166,6 +166,26 @@ def test_a_silent_process_is_named_after_the_timeout(private_tmp, nothing_left):
     nothing_left(private_tmp)
 
 
+@pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
+def test_a_process_stopped_while_starting_is_named_within_the_timeout(
+        mode, private_tmp, monkeypatch, nothing_left):
+    """Worker 2 is stopped (SIGSTOP) before it sets up: the others wait for it at the group's
+    start, where the silence allowed is the start-up's (120 s); a process stopped for the run's
+    timeout is not starting, and the error names it, not the worker with the fewest steps."""
+    import hung_start
+    from pslab.processes import fsdp
+    from pslab.processes.child import STARTUP
+
+    monkeypatch.setattr(fsdp, "_worker", hung_start.fsdp_stopped)
+    started = time.monotonic()
+    with pytest.raises(ProcessFailure, match=r"stopped: worker 2 \(pid (\d+)\) was stopped "
+                       r"\(SIGSTOP, Ctrl-Z, a debugger\) for 3 s before it became ready "
+                       r"\(`kill -CONT \1` lets it go on\)"):
+        pslab.train(mode=mode, workers=3, steps=2, backend="processes", timeout=3)
+    assert time.monotonic() - started < STARTUP / 4
+    nothing_left(private_tmp)
+
+
 def test_warm_starts_the_forkserver_in_the_background_and_a_second_call_is_harmless(
         private_tmp, nothing_left):
     first, again = pslab.processes.warm(), pslab.processes.warm()

@@ -32,6 +32,7 @@ from .child import STARTUP  # a first forkserver (`import torch`) + the group's 
 from .launcher import ProcessFailure, main_module_hidden
 from .sigterm import Sigterm
 from .starter import context
+from .starting import Stalls
 
 MESSAGE_LIMIT = 1 << 22  # bytes: a step's spans (a few hundred profiled ranges) and a few names
 Seconds = Annotated[float, Meta(ge=-1e300, le=1e300)]  # finite
@@ -192,9 +193,10 @@ class Watch:
         self.done: set[int] = set()
         self.errors: dict[int, str] = {}
         self.scores: dict[int, tuple[float, float]] = {}
+        self.stopped: list[int] = []  # ranks found stopped (SIGSTOP, Ctrl-Z) while starting
 
     def run(self, procs: list) -> None:
-        last = time.monotonic()
+        last, stalls = time.monotonic(), Stalls()
         while True:
             open_ = [conn for conn in self.readers if conn not in self.ended]
             sentinels = [p.sentinel for p in procs if p.exitcode is None]
@@ -210,6 +212,11 @@ class Watch:
             limit = self.timeout if len(self.ready) == len(procs) else STARTUP
             if time.monotonic() - last > limit:
                 raise ProcessFailure(self.explain(procs, silent=True))
+            if len(self.ready) < len(procs):  # one stopped while starting: said within timeout
+                late = {r: p.pid for r, p in enumerate(procs) if r not in self.ready}
+                self.stopped = sorted(stalls.stuck(late, set(late), self.timeout))
+                if self.stopped:
+                    raise ProcessFailure(self.explain(procs, silent=True))
 
     def _read(self, conn: Connection) -> bool:
         """Take every message waiting on `conn` (bytes of JSON, never unpickled; at most
@@ -258,6 +265,10 @@ class Watch:
             r = killed[0]
             cause = (f"{who(r)} was killed by signal {signal.Signals(-procs[r].exitcode).name} "
                      f"after {_steps(self.steps[r])}")
+        elif self.stopped:
+            r = self.stopped[0]
+            cause = (f"{who(r)} was stopped (SIGSTOP, Ctrl-Z, a debugger) for {self.timeout:g} s "
+                     f"before it became ready (`kill -CONT {procs[r].pid}` lets it go on)")
         elif silent:
             waiting = [r for r in range(len(procs)) if r not in self.done]
             r = min(waiting, key=lambda k: (self.steps[k], k))
