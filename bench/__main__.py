@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps({"machine": about, "quick": args.quick, "rows": rows},
                                  indent=1, default=str).encode("utf-8"))
-    print(f"written: {out}")
+    print(f"written: {out} (docs/benchmarks.md's table from it: python -m bench.table {out})")
     return 0
 
 
