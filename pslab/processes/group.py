@@ -32,7 +32,7 @@ from .child import STARTUP  # a first forkserver (`import torch`) + the group's 
 from .launcher import ProcessFailure, main_module_hidden
 from .sigterm import Sigterm
 from .starter import context
-from .starting import Stalls
+from .starting import Stalls, stall_limit
 
 MESSAGE_LIMIT = 1 << 22  # bytes: a step's spans (a few hundred profiled ranges) and a few names
 Seconds = Annotated[float, Meta(ge=-1e300, le=1e300)]  # finite
@@ -214,7 +214,7 @@ class Watch:
                 raise ProcessFailure(self.explain(procs, silent=True))
             if len(self.ready) < len(procs):  # one stopped while starting: said within timeout
                 late = {r: p.pid for r, p in enumerate(procs) if r not in self.ready}
-                self.stopped = sorted(stalls.stuck(late, set(late), self.timeout))
+                self.stopped = sorted(stalls.stuck(late, set(late), stall_limit(self.timeout)))
                 if self.stopped:
                     raise ProcessFailure(self.explain(procs, silent=True))
 
@@ -267,7 +267,8 @@ class Watch:
                      f"after {_steps(self.steps[r])}")
         elif self.stopped:
             r = self.stopped[0]
-            cause = (f"{who(r)} was stopped (SIGSTOP, Ctrl-Z, a debugger) for {self.timeout:g} s "
+            cause = (f"{who(r)} was stopped (SIGSTOP, Ctrl-Z, a debugger) for "
+                     f"{stall_limit(self.timeout):g} s "
                      f"before it became ready (`kill -CONT {procs[r].pid}` lets it go on)")
         elif silent:
             waiting = [r for r in range(len(procs)) if r not in self.done]

@@ -37,7 +37,7 @@ from .measured import assemble
 from .rankfile import line_limit, read_message
 from .sigterm import Sigterm
 from .starter import SERVER, context
-from .starting import Stalls, never_ready, not_ready
+from .starting import Stalls, never_ready, not_ready, stall_limit
 
 
 class ProcessFailure(RuntimeError):
@@ -219,7 +219,8 @@ class Launch:
                 self.startup_s = time.perf_counter() - started
             if len(self.ready) < self.job.world:  # a start-up stuck: found within the timeout
                 stuck = stalls.stuck({r: p.pid for r, p in enumerate(self.procs) if r not in
-                                      self.ready and r not in self.reaped}, self.arrived, timeout)
+                                      self.ready and r not in self.reaped}, self.arrived,
+                                     stall_limit(timeout))
                 if stuck:
                     raise ProcessFailure(never_ready(self.job, self.procs, stuck))
             if all(r in self.done for r in shards):  # the server is finished: so is the run

@@ -19,6 +19,14 @@ from typing import Any
 from .job import Job
 
 STATES = {"T": "stopped", "t": "stopped by a debugger", "S": "asleep", "I": "idle"}
+FLOOR = 1.0  # seconds: the shortest stall looked for, whatever the run's timeout (a lock or a
+# page read may hold a starting process a few milliseconds; 0.1 s would be a stall on its own)
+
+
+def stall_limit(timeout: float) -> float:
+    """How long a process starting may show no progress before it is stuck: the run's
+    timeout, at least FLOOR."""
+    return max(timeout, FLOOR)
 
 
 def cpu_and_state(pid: int) -> tuple[int, str] | None:
@@ -62,7 +70,7 @@ def never_ready(job: Job, procs: list[Any], stuck: dict[int, str]) -> str:
     `Stalls.stuck`) made no progress for the run's timeout before reaching the meeting point."""
     timeout, pids = job.options.timeout, ", ".join(str(procs[r].pid) for r in stuck)
     names = "; ".join(f"{_named(job, procs, r)}, {how}," for r, how in stuck.items())
-    return (f"{names} never became ready: no CPU time used for {timeout:g} s "
+    return (f"{names} never became ready: no CPU time used for {stall_limit(timeout):g} s "
             f"(timeout={timeout:g}) before joining the group, and no process of a run can "
             f"start without all the others, so the run stopped. Check what holds pid {pids}: "
             f"a process stopped (SIGSTOP, Ctrl-Z, a debugger) goes on after `kill -CONT <pid>`; "
