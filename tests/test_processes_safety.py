@@ -187,8 +187,8 @@ def test_async_finishes_without_a_sigstopped_worker_every_time(monkeypatch):
         last.clear()
 
         def stop_worker_2():
-            # mid-run: once worker 2 has joined (its "ready"); stopped before, at load 6-12
-            # 0.3 s after its start, it never joined, and the others waited STARTUP (120 s)
+            # mid-run: once worker 2 has joined (its "ready"); stopped before it joined, it
+            # stops the run (no process can start without all the others: test_processes)
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not (last and 4 in last[0].ready):
                 time.sleep(0.02)
