@@ -49,7 +49,8 @@ def test_a_pair_is_a_tie_within_the_spread_when_its_cases_measured_again_overlap
              dict(group="g", cases=("c", "d"), measured_gap=0.13, simulated_gap=0.02)]
     out = grid.repeated(flips, runs)
     assert out[0]["repeats"] == {"a": [0.100, 0.101, 0.099], "b": [0.1005, 0.098, 0.097]}
-    assert [f["within_spread"] for f in out] == [True, False]  # d: 0.115-0.1165 per minibatch, c 0.120-0.121
+    # per minibatch: a 0.099-0.101 and b 0.097-0.1005 overlap; c 0.120-0.121, d 0.115-0.1165
+    assert [f["within_spread"] for f in out] == [True, False]
     assert all(not again[n] for n in again)
 
 
@@ -88,3 +89,33 @@ def test_a_pair_the_clock_times_alike_to_round_off_is_no_flip():
                 network.Row(case[1], 0.1, 0.05 * (1 + gap), 1, 1, 0, 0)]
         assert bool(network.flips(rows)) is flipped
         assert network.summary(rows)["ranking_same"] is not flipped
+
+
+def test_a_link_whose_calibration_fails_twice_fails_its_setting_s_cases_not_the_grid(
+        monkeypatch):
+    """A ping-pong with nothing to fit (at load 12, 43 Mbit/s: 2400 B took 7.4 ms, 19200 B
+    3.5) is tried once more; failing again, its setting's cases are rows saying so, and every
+    other setting is measured."""
+    import bench.network as grid
+    from pslab.processes import calibrate as calibration, hosts
+
+    cases = grid.draw(7, grid.QUICK_SETTINGS)
+    bad = cases[3].bandwidth
+    tries = []
+
+    def calibrate(bw, repeats):
+        tries.append(bw)
+        if bw == bad:
+            raise RuntimeError("the link's times do not grow with the bytes")
+        return Link(0.0, bw / 8, bw)
+
+    monkeypatch.setattr(hosts, "unavailable", lambda: None)
+    monkeypatch.setattr(calibration, "calibrate", calibrate)
+    monkeypatch.setattr(network, "overhead", lambda mode, workers, link, shards, compute: 0.001)
+    monkeypatch.setattr(network, "compare", lambda link, cases, steps: [
+        network.Row(cases[0], 0.1, 0.1, 1.0, 1.0, 0.1, 0.1)])
+    rows = grid.rows(quick=True, seed=7)
+    mine = [c.name for c in cases if c.bandwidth == bad]
+    assert rows[-1]["failed"] == [f"{n} FAILED twice" for n in mine] and not rows[-1]["met"]
+    assert rows[-1]["cases"] == 12 - len(mine) and tries.count(bad) == 2 * len(mine)
+    assert sum("latency" in r and "measured_step" not in r for r in rows) == 3

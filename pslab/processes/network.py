@@ -115,8 +115,9 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     no straggler; its per-step time less the clock's at latency 0, over the clock's seconds
     per second of latency (the messages, or ring steps, on a step's path). Steps: the
     collectives 20 unless given; the parameter server as many as take CALIBRATION_SECONDS on
-    the clock, 6 to 60 (its median step then moves by ~0.1 ms, not ~0.3, from run to run at
-    load 5), unless given. Root only; 2-10 s.
+    the clock, 6 to 60, unless given, and where 60 steps take less than half of that, the
+    median step of three runs (one run of 5 ms steps gave 0.3 to 1.1 ms a message at load
+    6-8: a whole run moves, not single steps). Root only; 2-10 s.
 
     All-reduce and ZeRO(3) (`ring_latency`): what a step of gloo's ring costs on top of its
     bytes: a send and a receive that wait for each other, processes woken on shared cores, the
@@ -126,18 +127,20 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     report, gloo) on shared cores; it grows with the load, so it is measured just before the
     cases it serves, and with the time the processes slept between messages (measured at 43
     Mbit/s, load 6-7: 0.3-0.7 ms a message at 5 ms of compute, 0.8-1.2 ms at 10), so it is
-    measured at the compute of the cases it serves. It cannot go below 0: a Cluster's latency cannot; where the shaper's
-    credit (a lone message's first frame through at once) makes the protocol faster than the
-    line, that stays unmodelled."""
+    measured at the compute of the cases it serves. It cannot go below 0 (a Cluster's latency
+    cannot): where the shaper's credit (a lone message's first frame through at once) makes
+    the protocol faster than the line, that stays unmodelled."""
     one_of("mode", mode, MODES)
     case = Case("overhead", mode, workers, 1 if mode in COLLECTIVE else shards,
                 compute=compute, bandwidth=link.asked)
     bare = Link(0.0, link.bandwidth, link.asked, reduce_scatter=link.reduce_scatter)
+    per_step = step_time(simulate(case, bare, 4))
     if steps is None and case.collective:
         steps = 20
     elif steps is None:  # (a round of 6 workers at 1 Mbit/s takes ~1 s, at 50 Mbit/s ~15 ms)
-        steps = max(6, min(60, int(CALIBRATION_SECONDS / step_time(simulate(case, bare, 4)))))
-    measured = step_time(measure(case, link, steps))
+        steps = max(6, min(60, int(CALIBRATION_SECONDS / per_step)))
+    runs = 3 if not case.collective and steps * per_step < CALIBRATION_SECONDS / 2 else 1
+    measured = statistics.median(step_time(measure(case, link, steps)) for _ in range(runs))
     at = [step_time(simulate(case, replace(bare, latency=x), steps)) for x in (0.0, 1e-3)]
     per_second = (at[1] - at[0]) / 1e-3
     if per_second <= 0:  # no message on a step's path costs time: nothing to measure
