@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Optional
 
 import numpy as np
 from msgspec import Meta, Struct
+from msgspec.structs import astuple
 
 from ..files import check_shape, open_regular, parse_json
 from ..timeline import EVERY_KIND, NOTES, Span
@@ -81,8 +82,20 @@ class Done(Struct, forbid_unknown_fields=True):
     rank: Count
 
 
-SpanRow = tuple[Optional[Count], Optional[Count], Literal[EVERY_KIND], Seconds, Seconds, Count,
-                Optional[Count], Optional[Literal[tuple(NOTES)]]]  # a Span, every field
+class SpanRow(Struct, array_like=True, forbid_unknown_fields=True):
+    """A Span, every field, written as a JSON array. A Struct, not a tuple type: msgspec
+    keeps what it learns of a Struct's fields, while a nested tuple[...] of Literals is
+    hashed anew at every convert (38x slower on a line of spans)."""
+    worker: Optional[Count]
+    shard: Optional[Count]
+    kind: Literal[EVERY_KIND]
+    start: Seconds
+    end: Seconds
+    step: Count
+    micro: Optional[Count]
+    note: Optional[Literal[tuple(NOTES)]]
+
+
 PAYLOADS = dict(start=Start, arrived=Done, ready=Ready, spans=list[SpanRow], update=Update,
                 push=Push, error=Failed, done=Done)  # (arrived: only its rank, as done)
 Message = tuple[Literal[tuple(PAYLOADS)], Any]
@@ -183,7 +196,7 @@ def _checked(kind: str, payload: Any, where: str, job: Job, rank: int) -> Any:
     if kind in ("arrived", "ready", "done", "error"):
         need(value.rank == rank, "rank", f"{value.rank} in rank {rank}'s file")
     if kind == "spans":
-        spans = [Span(*row) for row in value]
+        spans = [Span(*astuple(row)) for row in value]
         for i, s in enumerate(spans):
             own = s.worker == index if role == "worker" else s.shard == index
             need(own and (s.worker is None or s.worker < job.workers)
