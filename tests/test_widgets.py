@@ -667,3 +667,30 @@ def test_a_control_moved_during_a_why_run_stops_the_second_part_without_an_error
     dash = asyncio.run(scenario())
     assert not dash.errors, dash.errors
     assert dash._finishing is None and dash._finish_handle is None
+
+
+def test_a_faded_part_is_said_to_the_page():
+    """What fades is sent to the browser: an HTML part by the class live_note.js styles, a
+    browser figure by its synced `faded` trait (its view keeps only the classes it started
+    with); a Layout has no opacity trait, so setting one would send nothing."""
+    from pathlib import Path
+
+    import ipywidgets as W
+
+    from pslab.notebook import browser_figure
+    from pslab.notebook.browser_figure import BrowserFigure
+    from pslab.notebook.dashboard import FADED, show_faded
+
+    assert "opacity" not in W.Layout.class_trait_names()
+    dash = Dashboard("000", settle_delay=None)
+    dash.controls["workers"].value += 1
+    figure, html_part = dash.figures["training"], dash.numbers
+    assert isinstance(figure, BrowserFigure) and "faded" in figure.keys
+    for older in (True, False):
+        show_faded(figure, older)
+        show_faded(html_part, older)
+        assert figure.faded is older and is_faded(figure) is older
+        assert (FADED in html_part._dom_classes) is older and is_faded(html_part) is older
+    here = Path(browser_figure.__file__)
+    assert 'model.on("change:faded"' in here.with_name("browser_figure.js").read_text()
+    assert ".pslab-faded { opacity: 0.45; }" in here.with_name("live_note.js").read_text()

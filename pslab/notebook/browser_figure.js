@@ -426,6 +426,11 @@ function render({ model, el }) {
       controls = models;
       for (const m of models) m.on("change", moved);
     }, () => { controls = []; });
+  // older values than the controls: pale until they are of them (an anywidget view keeps only
+  // the classes it started with, so the kernel says it in a trait: BrowserFigure.faded)
+  const fade = () => { el.style.opacity = model.get("faded") ? "0.45" : ""; };
+  model.on("change:faded", fade);
+  fade();
   model.on("change:panels", received);
   model.on("change:key", received);
   model.on("change:legend", schedule);

@@ -45,6 +45,7 @@ class BrowserFigure(anywidget.AnyWidget):
     panels = traitlets.List().tag(sync=True)
     key = traitlets.Unicode("").tag(sync=True)  # the controls' values `panels` are of
     keyed = traitlets.List().tag(sync=True)  # model ids of the controls that make a key
+    faded = traitlets.Bool(False).tag(sync=True)  # of older values than the controls: pale
 
     def __init__(self, layout_spec: dict[str, Any], **kwargs: Any):
         super().__init__(layout_spec=layout_spec, **kwargs)

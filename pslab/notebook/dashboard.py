@@ -67,15 +67,18 @@ FADED = "pslab-faded"  # the class of a part that shows older values than the co
 
 
 def show_faded(part: W.DOMWidget, older: bool) -> None:
-    """Fade a part that shows older values than the controls, or restore it."""
-    if older:
+    """Fade a part that shows older values than the controls, or restore it (a browser figure
+    by its `faded` trait: its view keeps only the classes it started with)."""
+    if isinstance(part, BrowserFigure):
+        part.faded = older
+    elif older:
         part.add_class(FADED)
     else:
         part.remove_class(FADED)
 
 
 def is_faded(part: W.DOMWidget) -> bool:
-    return FADED in part._dom_classes
+    return part.faded if isinstance(part, BrowserFigure) else FADED in part._dom_classes
 
 
 def status_html(state: str, text: str) -> str:
