@@ -8,10 +8,9 @@ all-reduce, ZeRO(3)), drawn too, so that their ranking can be compared within th
 The seed is printed and is new each run unless --seed gives it. Per setting the shaped link is
 calibrated (the Cluster's latency and bandwidth, measured), and beside it, per mode, workers
 and shards, the protocol's own cost per message or ring step (network.overhead: a short run
-with one minibatch a step and no straggler, of the case's compute for the parameter server and
-10 ms for the collectives, its step less the clock's at latency 0); each case then runs across
-hosts
-(pslab.processes.network) and on the virtual clock with that Cluster. Rows: one per case
+with one minibatch of 10 ms a step and no straggler, its step less the clock's at latency 0:
+never the case it serves, so every case's error is a prediction); each case then runs across
+hosts (pslab.processes.network) and on the virtual clock with that Cluster. Rows: one per case
 (`measured_step`, `simulated_step`, the error, the load when it ran), one per calibration,
 then the summary: median and worst |error| and whether every setting's ranking is the same,
 against the goal, and per mode. Each case's steps (6-15) are chosen so that it measures ~2.5 s
@@ -165,11 +164,12 @@ def with_overhead(case, link):
     field = "ring" if case.collective else "messages"
     if key in getattr(link, field):
         return link
-    # the parameter server's at the case's compute: a message costs more after a longer
-    # sleep (async, 2 workers, 43 Mbit/s, load 6-7: 0.3-0.7 ms at 5 ms, 0.8-1.2 at 10)
-    compute = 0.01 if case.collective else case.compute
+    # At 10 ms of compute, not the case's: measured at the case's own compute, a case of one
+    # minibatch a step and no straggler would be predicted from a run of itself. (A message
+    # costs somewhat more after a longer sleep: async, 2 workers, 43 Mbit/s, load 6-7:
+    # 0.3-0.7 ms at 5 ms, 0.8-1.2 at 10; the grid's error carries that.)
     seconds, _ = twice(lambda: network.overhead(case.mode, case.workers, link, case.shards,
-                                                compute=compute))
+                                                compute=0.01))
     return replace(link, **{field: {**getattr(link, field), key: seconds}})
 
 

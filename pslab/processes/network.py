@@ -126,8 +126,9 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     the shard's and the worker's own work per message (Python threads, the update and its
     report, gloo) on shared cores; it grows with the load, so it is measured just before the
     cases it serves, and with the time the processes slept between messages (measured at 43
-    Mbit/s, load 6-7: 0.3-0.7 ms a message at 5 ms of compute, 0.8-1.2 ms at 10), so it is
-    measured at the compute of the cases it serves. It cannot go below 0 (a Cluster's latency
+    Mbit/s, load 6-7: 0.3-0.7 ms a message at 5 ms of compute, 0.8-1.2 ms at 10); the bench
+    measures it at 10 ms, never at a case's own compute (that would predict a case of one
+    minibatch a step and no straggler from a run of itself). It cannot go below 0 (a Cluster's latency
     cannot): where the shaper's credit (a lone message's first frame through at once) makes
     the protocol faster than the line, that stays unmodelled."""
     one_of("mode", mode, MODES)
