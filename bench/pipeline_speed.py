@@ -129,12 +129,14 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
     own of the case: PyTorch's work inside and between actions; on the same sleeps, since the
     cost depends on them: on one host at load 8-10, 5-ms sleeps read 5-11 ms an action where
     the 20-ms case paid 1.4-3.3).
-    The clock then runs the case with every action charged that cost (overhead.charged),
+    The clock then runs the case with every action charged that cost: the part inside an
+    action on its time (overhead.charged), the part between actions after its sends (after=),
     receives posted where PyTorch posts them (processes.receives_of). Each action sleeps its
     drawn seconds. measured: the schedule's span per step (span_time, the median of the steps
     after the first); error: simulated / measured - 1; also the clock without the cost
-    (error_uncharged), with every receive posted early, and the load when the case ran. Then
-    the summary: median and worst |error|, `met`, both also without the cost."""
+    (error_uncharged), with all of it before the sends (error_all_before), with every receive
+    posted early, and the load when the case ran. Then the summary: median and worst |error|,
+    `met`, and the same without the cost and with all of it before the sends."""
     import secrets
 
     from pslab.pipeline.overhead import action_cost, charged
@@ -153,7 +155,8 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
           f"--only pipeline --seed {seed} draws the same). Per case: measured = the schedule's "
           f"span per step on real processes; simulated = the clock on the calibrated link, "
           f"every action charged the per-action cost a short run of the case just before, on "
-          f"the same hosts, measured (PyTorch's work beside the sleeps and the waits); error = simulated / measured - 1; load = 1-minute load average then", flush=True)
+          f"the same hosts, measured (PyTorch's work beside the sleeps and the waits: the part "
+          f"inside an action before its sends, the part between actions after them); error = simulated / measured - 1; load = 1-minute load average then", flush=True)
     out = []
     for schedule, v, p, m, rate, times in cases:
         load = os.getloadavg()[0]
@@ -172,11 +175,12 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
         measured = span_time(real)
         posts = receives_of(pipe)
 
-        def clock(mode: pslab.Pipeline, receives: Any = posts) -> float:
+        def clock(mode: pslab.Pipeline, receives: Any = posts, after: float = 0.0) -> float:
             return simulate_pipeline(Settings(mode=mode, steps=2, numerics=False,
-                                              cluster=cluster), receives).step_time
+                                              cluster=cluster), receives, after).step_time
 
-        simulated, bare = clock(charged(pipe, cost)), clock(pipe)
+        simulated = clock(charged(pipe, cost.inside), after=cost.between)
+        bare, before = clock(pipe), clock(charged(pipe, cost.total))
         took = measured_times(real, pipe.split, v)  # the compute with PyTorch's per-action work
         own = clock(pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v,
                                    times=took))
@@ -187,8 +191,10 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
                        {"median": measured}, seed=seed, schedule=schedule, chunks=v, stages=p,
                        microbatches=m, bandwidth=rate, times=list(times),
                        measured_step=measured, measured_with_checks=step_time(real),
-                       action_cost=cost, simulated_step=simulated,
+                       action_cost=cost.total, action_cost_inside=cost.inside,
+                       action_cost_between=cost.between, simulated_step=simulated,
                        error=simulated / measured - 1, simulated_uncharged=bare,
+                       simulated_all_before=before, error_all_before=before / measured - 1,
                        error_uncharged=bare / measured - 1,
                        receives="late" if posts == "late" else "runtime's plan",
                        simulated_early=clock(pipe, "early"),
@@ -198,11 +204,13 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
                        load=load))
         r = out[-1]
         print(f"  {r['name']}: measured {measured * 1e3:7.1f} ms, simulated "
-              f"{simulated * 1e3:7.1f} ms, error {r['error']:+6.1%} (cost "
-              f"{cost * 1e3:.2f} ms/action; without it {r['error_uncharged']:+6.1%}; message "
+              f"{simulated * 1e3:7.1f} ms, error {r['error']:+6.1%} (cost {cost.inside * 1e3:.2f}"
+              f" + {cost.between * 1e3:.2f} ms an action; without it "
+              f"{r['error_uncharged']:+6.1%}; all of it before the sends "
+              f"{r['error_all_before']:+6.1%}; message "
               f"{message * 1e3:.1f} ms; receives {r['receives']}; load {load:.1f})", flush=True)
     summary = {}
-    for key in ("error", "error_uncharged", "error_measured_compute"):
+    for key in ("error", "error_uncharged", "error_all_before", "error_measured_compute"):
         errors = sorted(abs(r[key]) for r in out)
         summary[key] = (statistics.median(errors), errors[-1])
     (median, worst), loads = summary["error"], [r["load"] for r in out]
@@ -212,6 +220,8 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
                    cases=len(out), median_error=median, worst_error=worst,
                    median_error_uncharged=summary["error_uncharged"][0],
                    worst_error_uncharged=summary["error_uncharged"][1],
+                   median_error_all_before=summary["error_all_before"][0],
+                   worst_error_all_before=summary["error_all_before"][1],
                    median_error_measured_compute=summary["error_measured_compute"][0],
                    worst_error_measured_compute=summary["error_measured_compute"][1],
                    load_min=min(loads), load_max=max(loads), goal=ACROSS_GOAL, met=met))
@@ -219,6 +229,8 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
           f"{max(loads):.1f}: median |error| {median:.1%}, worst {worst:.1%}: goal "
           f"{ACROSS_GOAL}: {'met' if met else 'NOT met'} (without the per-action cost: median "
           f"{summary['error_uncharged'][0]:.1%}, worst {summary['error_uncharged'][1]:.1%}; "
+          f"all of it before the sends: median {summary['error_all_before'][0]:.1%}, worst "
+          f"{summary['error_all_before'][1]:.1%}; "
           f"with each action's compute as this run measured it: median "
           f"{summary['error_measured_compute'][0]:.1%}, worst "
           f"{summary['error_measured_compute'][1]:.1%})")

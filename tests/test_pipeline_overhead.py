@@ -57,6 +57,35 @@ def test_gpipe_and_1f1b_charged_in_unit_time(schedule):
         assert run.span == (m + p - 1) * 3.5
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_the_cost_between_actions_delays_the_rank_not_its_messages(seed):
+    from pslab.pipeline.processes import receives_of
+    from pslab.pipeline.simulated import simulate_pipeline
+
+    rng = random.Random(seed)
+    pipe, cost = _drawn(rng)
+    cluster = pslab.Cluster(latency=0.0, bandwidth=rng.uniform(2e5, 2e6), update_time=0.0)
+    for receives in ("early", receives_of(pipe) if pipe.schedule != "zb-h2" else "late"):
+        settings = Settings(mode=pipe, steps=1, numerics=False, cluster=cluster)
+        bare = simulate_pipeline(settings, receives)
+        late = simulate_pipeline(settings, receives, after=cost)
+        assert simulate_pipeline(settings, receives, after=0.0).ops == bare.ops
+        # each action lasts as long; a rank's next one starts at least `cost` after its last
+        durations = {(o.rank, o.stage, o.kind, o.micro): o.end - o.start for o in bare.ops}
+        for o in late.ops:
+            assert o.end - o.start == pytest.approx(
+                durations[(o.rank, o.stage, o.kind, o.micro)], abs=1e-12)
+        ends = sorted((o.rank, o.start, o.end) for o in late.ops)
+        for (r, _, end), (r2, start, _) in zip(ends, ends[1:]):
+            if r == r2:
+                assert start >= end + cost - 1e-12
+        assert late.span >= bare.span and len(late.ops) == len(bare.ops)
+        if receives == "early":  # a message leaves at its action's end (its link free)
+            ends_of = {o.end for o in late.ops}
+            first = min(late.transfers, key=lambda t: t.start, default=None)
+            assert first is None or first.start in ends_of
+
+
 def test_no_cost_is_the_clock_bit_for_bit():
     rng = random.Random(3)
     for _ in range(30):
@@ -83,7 +112,10 @@ def test_action_cost_reads_the_work_beside_sleeps_and_waits():
             micro = None if kind == "send" else 0
             spans.append(Span(0, None, kind, t, t + took, step, micro))
             t += took + (0.0003 if kind != "send" else 0.0)
-    assert action_cost(_run(pipe, spans)) == pytest.approx(0.0009, abs=1e-9)
+    cost = action_cost(_run(pipe, spans))
+    assert cost.total == pytest.approx(0.0009, abs=1e-9)
+    assert cost.inside == pytest.approx(0.0007, abs=1e-9)  # each action beyond its sleep
+    assert cost.between == pytest.approx(0.0002, abs=1e-9)  # 2 x 0.3 ms over 3 actions
 
 
 def test_bad_input_is_refused_by_name():
@@ -106,15 +138,18 @@ def test_processes_pay_the_cost_per_action_they_measure(private_tmp, nothing_lef
     run's own reading, as a separate run at a load that moves could read another.)"""
     from pslab.options import ProcessOptions
     from pslab.pipeline.processes import span_time, train_processes
-    from pslab.pipeline.simulated import durations
+    from pslab.pipeline.simulated import durations, simulate_pipeline
 
     pipe = pslab.Pipeline(stages=2, microbatches=8, schedule="zb-h1", times=(0.02, 0.04, 0.02))
     config = Settings(mode=pipe, steps=6, batch=32, processes=ProcessOptions(timeout=60))
     run = train_processes(config, None, durations(pipe, pslab.Cluster(), 32))
     real, cost = span_time(run), action_cost(run)
-    free = pslab.Cluster.free()
-    bare = pslab.train(mode=pipe, steps=1, numerics=False, cluster=free).span
-    paid = pslab.train(mode=charged(pipe, cost), steps=1, numerics=False, cluster=free).span
-    assert 0 < cost < 0.02 and bare / real - 1 < -0.03, (real, bare, cost)
+    settings = Settings(mode=pipe, steps=1, numerics=False, cluster=pslab.Cluster.free())
+    bare = simulate_pipeline(settings).span
+    paid = simulate_pipeline(Settings(mode=charged(pipe, cost.inside), steps=1,
+                                      numerics=False, cluster=pslab.Cluster.free()),
+                             after=cost.between).span
+    assert 0 < cost.inside < 0.02 and 0 <= cost.between < 0.02, cost
+    assert bare / real - 1 < -0.03, (real, bare, cost)
     assert abs(paid / real - 1) < abs(bare / real - 1), (real, bare, paid, cost)
     nothing_left(private_tmp)

@@ -62,7 +62,7 @@ Key = tuple[str, int, int]  # (what, stage, micro-batch): an input of an action
 def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int, str], float],
             link_time: float, links: dict[tuple[int, int], Resource], start: float,
             on_action: Callable[[Action], None] | None = None,
-            receives: str | list[dict[int, list[Key]]] = "early"
+            receives: str | list[dict[int, list[Key]]] = "early", after: float = 0.0
             ) -> tuple[list[Op], list[Transfer]]:
     """Run one step's lists from time `start`; returns the ops and the transfers, each rank's
     ops in its list's order. seconds[(stage, kind)]: an action's duration; link_time: one
@@ -72,7 +72,9 @@ def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int
     receives: where each receive is posted: "early" (before the step: a message moves once
     sent), "late" (when its rank reaches the action that needs it: PyTorch's single-stage
     classes), or per rank {action index: the inputs (Key) asked for on reaching it} (PyTorch's
-    multi-stage runtime: processes.receives_of); a message moves once sent and asked for."""
+    multi-stage runtime: processes.receives_of); a message moves once sent and asked for.
+    after: seconds a rank spends after each action's outputs have left, before its next
+    action (a process's work between actions; pipeline.overhead)."""
     if isinstance(receives, str):
         if receives not in RECEIVES:
             raise ValueError(f"receives must be one of {', '.join(map(repr, RECEIVES))} or "
@@ -80,7 +82,7 @@ def execute(lists: list[list[Action]], where: list[int], seconds: dict[tuple[int
         posts = None if receives == "early" else late_posts(lists, len(where) - 1)
     else:
         posts = receives
-    step = _Step(lists, where, seconds, link_time, links, start, on_action, posts)
+    step = _Step(lists, where, seconds, link_time, links, start, on_action, posts, after)
     while step.ready:  # each rank runs until an input is missing, then waits for that one
         step.run(heappop(step.ready)[1] if posts else step.ready.pop())
     stuck = {r: str(lists[r][i]) for r, i in enumerate(step.next) if i < len(lists[r])}
@@ -97,8 +99,8 @@ class _Step:
                  seconds: dict[tuple[int, str], float], link_time: float,
                  links: dict[tuple[int, int], Resource], start: float,
                  on_action: Callable[[Action], None] | None,
-                 posts: list[dict[int, list[Key]]] | None):
-        self.lists, self.where, self.seconds = lists, where, seconds
+                 posts: list[dict[int, list[Key]]] | None, after: float = 0.0):
+        self.lists, self.where, self.seconds, self.after = lists, where, seconds, after
         self.link_time, self.links, self.start = link_time, links, start
         self.on_action, self.posts = on_action, posts
         self.late = posts is not None
@@ -134,6 +136,7 @@ class _Step:
         if self.ended[r] is not None:  # late: the last action's outputs leave at its end, now
             self.outputs(r, self.ended[r], t)
             self.ended[r] = None
+            t += self.after
         while i < len(actions):
             if self.posts is not None and self.posting[r] <= i:  # the receives due here
                 for key in self.posts[r].get(i, ()):
@@ -157,6 +160,7 @@ class _Step:
                 heappush(self.ready, (t, r))
                 break
             self.outputs(r, action, t)
+            t += self.after
         self.next[r], self.free[r] = i, t
 
     def outputs(self, r: int, action: Action, end: float) -> None:

@@ -11,6 +11,7 @@ Pipeline not charged times as before, bit for bit.
 from __future__ import annotations
 
 import statistics
+from typing import NamedTuple
 
 from ..cluster import Cluster
 from .mode import Pipeline
@@ -21,12 +22,24 @@ LETTER = {"forward": "F", "backward": "B", "backward-input": "I", "backward-weig
 WAITS = ("send", "recv")
 
 
-def action_cost(run: PipelineRun) -> float:
+class Cost(NamedTuple):
+    """Seconds a process adds per action: inside it (beyond its sleep) and between actions."""
+
+    inside: float
+    between: float
+
+    @property
+    def total(self) -> float:
+        return self.inside + self.between
+
+
+def action_cost(run: PipelineRun) -> Cost:
     """Seconds a rank spends per action on neither its given compute nor a send or receive
-    wait: per rank and step after the first, the time from its first action's start to its
-    last action's end, less the waits in between and the actions' sleeps (the Pipeline's
-    times), over the actions it ran; the median over ranks and steps. `run`: a measured run
-    whose actions slept the Pipeline's times (processes.train_across)."""
+    wait. total: per rank and step after the first, the time from its first action's start
+    to its last action's end, less the waits in between and the actions' sleeps (the
+    Pipeline's times), over the actions it ran; the median over ranks and steps. inside: the
+    median of each action's time beyond its sleep; between: total − inside (at least 0).
+    `run`: a measured run whose actions slept the Pipeline's times (processes.train_across)."""
     pipe = run.pipeline
     if pipe is None or pipe.times is None:
         raise ValueError("run must be a measured pipeline run whose actions slept the "
@@ -36,7 +49,7 @@ def action_cost(run: PipelineRun) -> float:
     for s in run.timeline:
         if s.step and (s.kind in LETTER or s.kind in WAITS):
             mine.setdefault((s.worker, s.step), []).append(s)
-    costs = []
+    costs, inside = [], []
     for spans in mine.values():
         acts = [s for s in spans if s.kind in LETTER]
         if not acts:
@@ -44,17 +57,19 @@ def action_cost(run: PipelineRun) -> float:
         a, b = min(s.start for s in acts), max(s.end for s in acts)
         waits = sum(min(s.end, b) - max(s.start, a) for s in spans
                     if s.kind in WAITS and s.end > a and s.start < b)
-        slept = sum(sleep[(0, LETTER[s.kind])] for s in acts)
-        costs.append((b - a - waits - slept) / len(acts))
+        slept = [sleep[(0, LETTER[s.kind])] for s in acts]
+        costs.append((b - a - waits - sum(slept)) / len(acts))
+        inside += [s.duration - t for s, t in zip(acts, slept)]
     if not costs:
         raise ValueError("action_cost needs a measured run of at least 2 steps")
-    return statistics.median(costs)
+    total, part = statistics.median(costs), statistics.median(inside)
+    return Cost(part, max(0.0, total - part))
 
 
 def charged(pipe: Pipeline, cost: float) -> Pipeline:
-    """`pipe` with every action `cost` seconds longer: each of a rank's v chunks' F, B (or I
-    and W) pays it, so F and W grow by v·cost and B by v·cost per action it holds (two, I and
-    W, where the schedule splits it)."""
+    """`pipe` with every action `cost` seconds longer (a Cost's inside part): each of a rank's
+    v chunks' F, B (or I and W) pays it, so F and W grow by v·cost and B by v·cost per action
+    it holds (two, I and W, where the schedule splits it)."""
     if pipe.times is None:
         raise ValueError("pipe must give its times to be charged a cost per action "
                          "(got times=None)")

@@ -29,11 +29,13 @@ KIND = {"F": "forward", "B": "backward", "I": "backward-input", "W": "backward-w
 BYTES = 4  # fp32
 
 
-def simulate_pipeline(settings: Settings, receives: str | list = "early") -> PipelineRun:
+def simulate_pipeline(settings: Settings, receives: str | list = "early",
+                      after: float = 0.0) -> PipelineRun:
     """Train the `pipe.layers`-layer MLP for `steps` steps under the settings' Pipeline
     (checked settings): its d replicas side by side, then the flush (all-reduce, update).
     receives: where each receive is posted (clock.execute): "early" (the papers' figures), or
-    as PyTorch's schedule posts them on gloo (processes.receives_of)."""
+    as PyTorch's schedule posts them on gloo (processes.receives_of). after: seconds each
+    rank spends after an action's outputs have left, before its next (clock.execute)."""
     pipe, cluster = settings.mode, settings.timing
     lr, batch, steps, seed = settings.lr, settings.batch, settings.steps, settings.seed
     numerics, hidden = settings.numerics, settings.hidden
@@ -48,7 +50,7 @@ def simulate_pipeline(settings: Settings, receives: str | list = "early") -> Pip
     for j in range(d):  # replicas alike unless their speeds differ: timed once, then shifted
         if j == 0 or cluster.speeds is not None:
             mine, moved = execute(lists, where, durations(pipe, cluster, hidden, j), link_time,
-                                  {}, 0.0, receives=receives)
+                                  {}, 0.0, receives=receives, after=after)
         ops += [o._replace(rank=o.rank + j * p) for o in mine] if j else mine
         transfers += [t._replace(src=t.src + j * p, dst=t.dst + j * p) for t in moved] \
             if j else moved
