@@ -129,8 +129,9 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
     own of the case: PyTorch's work inside and between actions; on the same sleeps, since the
     cost depends on them: on one host at load 8-10, 5-ms sleeps read 5-11 ms an action where
     the 20-ms case paid 1.4-3.3).
-    The clock then runs the case with every action charged that cost: the part inside an
-    action on its time (overhead.charged), the part between actions after its sends (after=),
+    The clock then runs the case with every action charged that cost where the processes pay
+    it (overhead.placed: for GPipe and 1F1B, whose sends leave right after the compute, the
+    part between actions after them; for the multi-stage runtime all of it on the action),
     receives posted where PyTorch posts them (processes.receives_of). Each action sleeps its
     drawn seconds. measured: the schedule's span per step (span_time, the median of the steps
     after the first); error: simulated / measured - 1; also the clock without the cost
@@ -139,7 +140,7 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
     `met`, and the same without the cost and with all of it before the sends."""
     import secrets
 
-    from pslab.pipeline.overhead import action_cost, charged
+    from pslab.pipeline.overhead import action_cost, charged, placed
     from pslab.pipeline.processes import receives_of, span_time, step_time, train_across
     from pslab.pipeline.simulated import simulate_pipeline
     from pslab.processes.calibrate import calibrate
@@ -155,8 +156,9 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
           f"--only pipeline --seed {seed} draws the same). Per case: measured = the schedule's "
           f"span per step on real processes; simulated = the clock on the calibrated link, "
           f"every action charged the per-action cost a short run of the case just before, on "
-          f"the same hosts, measured (PyTorch's work beside the sleeps and the waits: the part "
-          f"inside an action before its sends, the part between actions after them); error = simulated / measured - 1; load = 1-minute load average then", flush=True)
+          f"the same hosts, measured (PyTorch's work beside the sleeps and the waits; for GPipe "
+          f"and 1F1B its part between actions after the sends, which leave right after the "
+          f"compute); error = simulated / measured - 1; load = 1-minute load average then", flush=True)
     out = []
     for schedule, v, p, m, rate, times in cases:
         load = os.getloadavg()[0]
@@ -179,7 +181,8 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
             return simulate_pipeline(Settings(mode=mode, steps=2, numerics=False,
                                               cluster=cluster), receives, after).step_time
 
-        simulated = clock(charged(pipe, cost.inside), after=cost.between)
+        mode, after = placed(pipe, cost, sends_first=posts == "late")
+        simulated = clock(mode, after=after)
         bare, before = clock(pipe), clock(charged(pipe, cost.total))
         took = measured_times(real, pipe.split, v)  # the compute with PyTorch's per-action work
         own = clock(pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v,

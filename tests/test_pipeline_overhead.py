@@ -8,7 +8,7 @@ import random
 import pytest
 
 import pslab
-from pslab.pipeline.overhead import action_cost, charged
+from pslab.pipeline.overhead import Cost, action_cost, charged, placed
 from pslab.pipeline.result import PipelineRun
 from pslab.settings import Settings
 from pslab.timeline import Span
@@ -84,6 +84,15 @@ def test_the_cost_between_actions_delays_the_rank_not_its_messages(seed):
             ends_of = {o.end for o in late.ops}
             first = min(late.transfers, key=lambda t: t.start, default=None)
             assert first is None or first.start in ends_of
+
+
+def test_placed_puts_the_work_between_actions_after_the_sends_only_where_they_leave_first():
+    pipe = pslab.Pipeline(stages=2, microbatches=4, schedule="1f1b", times=(0.01, 0.02, 0.0))
+    cost = Cost(0.25e-3, 0.75e-3)
+    mode, after = placed(pipe, cost, sends_first=True)
+    assert mode == charged(pipe, 0.25e-3) and after == 0.75e-3
+    mode, after = placed(pipe, cost, sends_first=False)
+    assert mode == charged(pipe, 1e-3) and after == 0.0
 
 
 def test_no_cost_is_the_clock_bit_for_bit():
