@@ -285,6 +285,37 @@ return out;
 """
 
 
+HANDLE_STATE = """
+const h = arguments[0], r = h.getBoundingClientRect(), hidden = [];
+for (let e = h; e && e !== document.body; e = e.parentElement) {
+  const st = getComputedStyle(e);
+  if (st.display === 'none' || st.visibility !== 'visible' || st.contentVisibility === 'hidden'
+      || e.inert || e.hasAttribute('disabled'))
+    hidden.push(`${e.tagName}.${[...e.classList].join('.')}: display ${st.display}, `
+                + `visibility ${st.visibility}, content-visibility ${st.contentVisibility}`);
+}
+const dialog = document.querySelector('.jp-Dialog');
+const active = document.activeElement;
+return {connected: h.isConnected, rect: [r.x, r.y, r.width, r.height].map(Math.round),
+        window: [innerWidth, innerHeight], hidden,
+        dialog: dialog ? dialog.innerText.slice(0, 200) : null,
+        focus: active ? `${active.tagName}.${[...active.classList].join('.')}` : null};
+"""
+
+
+def _press(driver, handle, key: str, what: str) -> None:
+    """A key on a slider's handle, in the middle of the window first (where a presenter has
+    the slider they move); if the browser refuses the key, what the page shows there."""
+    from selenium.common.exceptions import ElementNotInteractableException
+
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", handle)
+    try:
+        handle.send_keys(key)
+    except ElementNotInteractableException as exc:
+        raise AssertionError(f"{what}: the browser refused a key on the slider: "
+                             f"{driver.execute_script(HANDLE_STATE, handle)}") from exc
+
+
 def _resize(driver, size: str) -> None:
     """The window at SIZES[size], JupyterLab's file browser open (as a presenter has it)."""
     driver.set_window_size(*SIZES[size])
@@ -529,7 +560,7 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
             # a keyed timeline (pslab.notebook.prefetch) may draw a frame sent ahead at once:
             # then wait for the kernel's own answer too, so "ready" is of this press
             key = img.get_attribute("data-key") or ""
-            handle.send_keys(Keys.ARROW_RIGHT)
+            _press(driver, handle, Keys.ARROW_RIGHT, f"{name}: key press {k + 1}")
             _wait(driver, f"const c = arguments[0]; return window.__pslabProbe.times.length > "
                   f"{n} && (!c.dataset.key || (c.dataset.source === 'kernel' && "
                   f"c.dataset.key !== arguments[1]));", (img, key), timeout=20,
