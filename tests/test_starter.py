@@ -22,7 +22,7 @@ import sys
 
 def probe(conn):
     conn.send(sorted(m for m in ("torch", "torch.distributed", "pslab.processes.shard",
-                                 "torch.distributed.fsdp") if m in sys.modules))
+                                 "torch.distributed.fsdp", "torch._dynamo") if m in sys.modules))
 """
 
 SESSION = """
@@ -49,7 +49,8 @@ print("a run started from it:", run.complete and run.updates == 2)
 
 @pytest.mark.parametrize("args, held", [
     ("fsdp=False", "['pslab.processes.shard', 'torch', 'torch.distributed']"),
-    ("", "['pslab.processes.shard', 'torch', 'torch.distributed', 'torch.distributed.fsdp']"),
+    ("", "['pslab.processes.shard', 'torch', 'torch._dynamo', 'torch.distributed', "
+         "'torch.distributed.fsdp']"),
 ])
 def test_warm_starts_the_server_with_what_it_was_asked_to_hold(tmp_path, args, held):
     (tmp_path / "probe.py").write_text(PROBE)

@@ -29,11 +29,13 @@ import warnings
 from typing import Any
 
 # what the forkserver imports before its first fork: the parameter-server processes' modules,
-# and for the collective modes (ZeRO-3 on FSDP2, all-reduce on DDP) theirs too (0.6 s more CPU)
+# and for the collective modes (ZeRO-3 on FSDP2, all-reduce on DDP) theirs too, with
+# torch._dynamo, which FSDP2's first fully_shard imports (and DDP's constructor): 217 modules,
+# ~1.3 s of CPU in each process otherwise, 5-10 s at load 15 (once here instead)
 SERVER = ["pslab.processes.preload"]
 FOLDER = "PSLAB_FORKSERVER_FOLDER"  # tells the forkserver the caller's pymp-* folder
 CALLER = "PSLAB_FORKSERVER_CALLER"  # and the caller's pid (it may end before the server looks)
-PRELOAD = SERVER + ["pslab.processes.fsdp", "torch.distributed.fsdp"]
+PRELOAD = SERVER + ["pslab.processes.fsdp", "torch.distributed.fsdp", "torch._dynamo"]
 
 
 def context(preload: list[str] = PRELOAD, method: str = "forkserver") -> Any:
