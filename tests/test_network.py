@@ -330,16 +330,19 @@ def test_the_collectives_ring_latency_is_measured_and_brings_the_clock_to_the_wi
     case = network.Case("ring", mode, 2, accumulate=2, compute=0.02, bandwidth=4e6)
     link = Link(0.0, 4e6 * 0.955 / 8, 4e6)
     # the median of three calibrations and of three measured runs: on two shared cores one
-    # of either is off by half now and then (1 run in 3 at load 9-12), the median is not
-    rings = [network.ring_latency(mode, 2, link) for _ in range(3)]
+    # of either is off by half now and then (1 run in 3 at load 9-12), the median is not;
+    # taken in turns, so that a change of the machine's load meets both alike (measured one
+    # after the other at load 15 they were 34 % apart, 2 runs in 5)
+    rings, steps = [], []
+    for _ in range(3):
+        rings.append(network.ring_latency(mode, 2, link))
+        steps.append(network.step_time(network.measure(case, link, 10)))
     assert all(0 < ring < 0.05 for ring in rings), rings
-    ring = statistics.median(rings)
-    measured = statistics.median(network.step_time(network.measure(case, link, 10))
-                                 for _ in range(3))
+    ring, measured = statistics.median(rings), statistics.median(steps)
     ours = replace(link, ring={network.ring_key(case): ring})
     simulated = network.step_time(network.simulate(case, ours, 10))
     bytes_only = network.step_time(network.simulate(case, link, 10))
-    assert abs(simulated / measured - 1) < 0.25
+    assert abs(simulated / measured - 1) < 0.25, (simulated, measured, rings, steps)
     if mode == "zero3":
         assert abs(simulated / measured - 1) < abs(bytes_only / measured - 1)
 
