@@ -55,7 +55,10 @@ def dashboard_steps(schedule: str = "1f1b", chunks: int = 1, presses: int = 12) 
 
 ACROSS = [("gpipe", 1), ("1f1b", 1), ("zb-h1", 1), ("interleaved-1f1b", 2)]  # drawn from
 ACROSS_CASES = 10
-CALIBRATION_STEPS = 3  # the per-action cost's own run: its steps after the first count
+CALIBRATION_STEPS = 3  # the per-action cost's probe run: its steps after the first count
+# the probe's (F, B, W) seconds: fixed, the low end of the drawn F (the network bench's overhead
+# runs at 10 ms of compute too), so that no case is predicted from a run of itself
+PROBE_TIMES = (0.01, 0.02, 0.01)
 ACROSS_GOAL = "median |error| <= 3 %, worst <= 8 % (the network bench's goal)"
 BATCH, HIDDEN = 32, 32  # train_across's: one message is BATCH * HIDDEN * 4 bytes
 
@@ -125,10 +128,11 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
     beside the clock, as the network bench compares the parameter-server modes. Per case, two
     calibrations beside the run: the link (pslab.processes.calibrate; the clock takes the
     measured time of the run's message size, at_size) and, on the case's own hosts just
-    before it, what the processes add per action (overhead.action_cost of a short run of its
-    own of the case: PyTorch's work inside and between actions; on the same sleeps, since the
-    cost depends on them: on one host at load 8-10, 5-ms sleeps read 5-11 ms an action where
-    the 20-ms case paid 1.4-3.3).
+    before it, what the processes add per action (overhead.action_cost of a short probe run:
+    the case's schedule, stages, micro-batches and chunks with PROBE_TIMES, not the case's
+    drawn times: a probe of the case itself would predict the case from a run of itself;
+    the cost depends on the sleeps, on one host at load 8-10 5-ms sleeps read 5-11 ms an
+    action where 20-ms ones paid 1.4-3.3, and the grid's error carries that).
     The clock then runs the case with every action charged that cost where the processes pay
     it (overhead.placed: for GPipe and 1F1B, whose sends leave right after the compute, the
     part between actions after them; for the multi-stage runtime all of it on the action),
@@ -155,8 +159,10 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
     print(f"\npipeline across hosts: grid seed {seed} ({len(cases)} cases; python -m bench "
           f"--only pipeline --seed {seed} draws the same). Per case: measured = the schedule's "
           f"span per step on real processes; simulated = the clock on the calibrated link, "
-          f"every action charged the per-action cost a short run of the case just before, on "
-          f"the same hosts, measured (PyTorch's work beside the sleeps and the waits; for GPipe "
+          f"every action charged the per-action cost a probe run just before, on the same hosts "
+          f"(the case's schedule with F, B, W = {PROBE_TIMES[0] * 1e3:g}, "
+          f"{PROBE_TIMES[1] * 1e3:g}, {PROBE_TIMES[2] * 1e3:g} ms, not the case's), measured "
+          f"(PyTorch's work beside the sleeps and the waits; for GPipe "
           f"and 1F1B its part between actions after the sends, which leave right after the "
           f"compute); error = simulated / measured - 1; load = 1-minute load average then", flush=True)
     out = []
@@ -170,7 +176,9 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
                               times=times)
         with Hosts(p, bandwidth=rate) as hosts:
             where = [hosts.namespace(r) for r in range(p)]
-            cost = action_cost(train_across(pipe, where, steps=CALIBRATION_STEPS,
+            probe = pslab.Pipeline(stages=p, microbatches=m, schedule=schedule, chunks=v,
+                                   times=PROBE_TIMES)
+            cost = action_cost(train_across(probe, where, steps=CALIBRATION_STEPS,
                                             batch=BATCH))
             real = train_across(pipe, where, steps=steps, batch=BATCH)
         load = max(load, os.getloadavg()[0])
@@ -194,7 +202,8 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
                        {"median": measured}, seed=seed, schedule=schedule, chunks=v, stages=p,
                        microbatches=m, bandwidth=rate, times=list(times),
                        measured_step=measured, measured_with_checks=step_time(real),
-                       action_cost=cost.total, action_cost_inside=cost.inside,
+                       action_cost=cost.total, probe_times=list(PROBE_TIMES),
+                       action_cost_inside=cost.inside,
                        action_cost_between=cost.between, simulated_step=simulated,
                        error=simulated / measured - 1, simulated_uncharged=bare,
                        simulated_all_before=before, error_all_before=before / measured - 1,

@@ -143,8 +143,9 @@ def test_processes_pay_the_cost_per_action_they_measure(private_tmp, nothing_lef
     20-ms forwards: the clock without a cost per action falls more than 3 % short of the
     measured step, and charged with the cost the run's spans show per action it comes nearer.
     (Seen at load 8-10: 1.4-3.3 ms an action; the bare clock 7-17 % short, charged 0-3.4 %.
-    The bench calibrates the cost on a run of its own beside the one it predicts; here the
-    run's own reading, as a separate run at a load that moves could read another.)"""
+    This checks where the cost goes, not a prediction: it takes the run's own reading, as a
+    separate run at a load that moves could read another; the bench predicts each case from
+    a probe run at fixed 10-ms forwards.)"""
     from pslab.options import ProcessOptions
     from pslab.pipeline.processes import span_time, train_processes
     from pslab.pipeline.simulated import durations, simulate_pipeline
