@@ -40,7 +40,7 @@ class Link:
     asked: float
     samples: dict[int, float] = field(default_factory=dict)  # bytes -> median one-way seconds
     # seconds per ring step of the collectives, measured (network.ring_latency), by
-    # network.ring_key: "allreduce 4" is DDP among 4 hosts behind links like this one
+    # network.overhead_key: "allreduce 4" is DDP among 4 hosts behind links like this one
     ring: dict[str, float] = field(default_factory=dict)
     # seconds per message of the parameter server's protocol beside its bytes, measured
     # (network.overhead), by network.overhead_key: "sync 4 2" is 4 workers and 2 shards

@@ -101,9 +101,6 @@ def overhead_key(case: Case) -> str:
     return f"{case.mode} {case.workers}" + ("" if case.collective else f" {case.shards}")
 
 
-ring_key = overhead_key
-
-
 CALIBRATION_SECONDS = 2.5  # about how long an overhead calibration measures (its steps)
 
 
