@@ -40,3 +40,31 @@ def _nothing_left(folder):
     # (pymp-*: the forkserver's own socket folder, made once per Python, removed at its exit)
     assert [p for p in folder.iterdir() if not p.name.startswith("pymp-")] == []
     assert [p for p in multiprocessing.active_children() if p.name.startswith("pslab-")] == []
+
+
+@pytest.fixture(scope="session")
+def torchrun(tmp_path_factory):
+    """`torchrun(nproc, *args)`: the run folder of `python -m pslab.processes *args` launched
+    by torchrun on loopback, launched once a session for the same arguments (a launch is
+    nproc + 1 fresh Pythons importing torch: 10-17 s at load 10); `again=True` launches anew.
+    Tests read it, or copy it before changing anything."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    made: dict = {}
+
+    def launch(nproc: int, *args: str, again: bool = False):
+        if again or (nproc, args) not in made:
+            out = tmp_path_factory.mktemp("torchrun") / "run"
+            done = subprocess.run([str(Path(sys.executable).with_name("torchrun")), "--standalone",
+                                   "--log-dir", str(tmp_path_factory.getbasetemp() / "torchelastic"),
+                                   "--nproc-per-node", str(nproc), "-m", "pslab.processes", *args,
+                                   "--out", str(out)], capture_output=True, text=True, timeout=240)
+            assert done.returncode == 0, done.stderr[-2000:]
+            if again:
+                return out
+            made[nproc, args] = out
+        return made[nproc, args]
+
+    return launch

@@ -41,3 +41,15 @@ def fsdp_stopped(member, folder, timeout, *settings):
     if member.rank == 2:
         os.kill(os.getpid(), signal.SIGSTOP)
     fsdp._worker(member, folder, timeout, *settings)
+
+
+def fsdp_asleep(member, folder, timeout, *settings):
+    """An FSDP2/DDP group's worker 2 falls asleep before it joins the group: not stopped, it
+    waits for something that never comes (here a sleep far past the run)."""
+    import time
+
+    from pslab.processes import fsdp
+
+    if member.rank == 2:
+        time.sleep(600)
+    fsdp._worker(member, folder, timeout, *settings)

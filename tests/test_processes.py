@@ -319,17 +319,12 @@ def test_children_die_with_their_launcher(tmp_path):
         launcher.wait(10)
 
 
-def test_a_torchrun_launch_on_loopback_gives_the_same_run(tmp_path):
-    torchrun = Path(sys.executable).with_name("torchrun")
-    cmd = [str(torchrun), "--standalone", "--log-dir", str(tmp_path.parent / "torchelastic"),
-           "--nproc-per-node", "5", "-m", "pslab.processes",
-           "--shards", "2", "--workers", "3", "--steps", "4", "--mode", "sync",
-           "--out", str(tmp_path)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=110)
-    assert done.returncode == 0, done.stderr[-2000:]
-    run = pslab.processes.load_run(tmp_path)
-    sim = pslab.train(mode="sync", workers=3, steps=4)
-    assert run.complete and run.updates == 4
+def test_a_torchrun_launch_on_loopback_gives_the_same_run(torchrun):
+    """The session's torchrun launch (tests/test_untrusted_run_folders.py reads it too)."""
+    run = pslab.processes.load_run(torchrun(5, "--shards", "2", "--workers", "3", "--steps", "3",
+                                            "--mode", "sync"))
+    sim = pslab.train(mode="sync", workers=3, steps=3)
+    assert run.complete and run.updates == 3
     assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
 
 

@@ -6,9 +6,6 @@ ValueError naming the file, within a second of CPU time, with bounded memory (un
 import json
 import math
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -140,17 +137,9 @@ def test_a_checkpoints_tensors_mutated(checkpoints, tmp_path, data):
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
+def folder(torchrun):
     """A real torchrun run folder (async: updates carry a worker), and its messages' paths."""
-    out = tmp_path_factory.mktemp("made") / "run"
-    torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run([str(torchrun), "--standalone", "--log-dir",
-                           str(tmp_path_factory.getbasetemp() / "torchelastic"),
-                           "--nproc-per-node", "3", "-m",
-                           "pslab.processes", "--shards", "1", "--workers", "2", "--steps", "3",
-                           "--mode", "async", "--out", str(out)],
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-2000:]
+    out = torchrun(3, "--shards", "1", "--workers", "2", "--steps", "3", "--mode", "async")
     files = {p.name: p.read_text() for p in out.iterdir()}
     where = []
     for name, text in files.items():

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,22 +16,10 @@ from untrusted import nested, refused_or_valid
 ARGS = ["--shards", "2", "--workers", "3", "--steps", "3", "--mode", "sync"]
 
 
-@pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    """A real run folder: 2 shards and 3 workers under torchrun, on loopback."""
-    return launched(tmp_path_factory, "made")
-
-
-def launched(tmp_path_factory, name):
-    out = tmp_path_factory.mktemp(name) / "run"
-    torchrun = Path(sys.executable).with_name("torchrun")
-    done = subprocess.run([str(torchrun), "--standalone", "--log-dir",
-                           str(tmp_path_factory.getbasetemp() / "torchelastic"),
-                           "--nproc-per-node", "5", "-m",
-                           "pslab.processes", *ARGS, "--out", str(out)],
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return out
+@pytest.fixture
+def made(torchrun):
+    """A real run folder: 2 shards and 3 workers under torchrun, on loopback (the session's)."""
+    return torchrun(5, *ARGS)
 
 
 def copy(made, tmp_path):
@@ -164,13 +151,13 @@ def launch_names(out):
             if m[0] == "ready"]
 
 
-def test_two_launches_of_one_command_are_told_apart(made, tmp_path_factory, tmp_path):
+def test_two_launches_of_one_command_are_told_apart(made, torchrun, tmp_path):
     """Two launches of one command: each named by its rank 0 once the group formed, the
     same name on all its ranks; a folder gathering ranks of both is refused, even where the
     run token is the same (a static rendezvous, --master-addr/--master-port, repeated: the
     token holds nothing else that differs, and before they meet the ranks of other hosts
     share nothing else)."""
-    again = launched(tmp_path_factory, "again")
+    again = torchrun(5, *ARGS, again=True)
     first, second = launch_names(made), launch_names(again)
     assert len(first) == len(second) == 5 and len(set(first)) == len(set(second)) == 1
     assert first[0] != second[0] and load_run(again).updates == 3

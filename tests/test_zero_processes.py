@@ -186,6 +186,27 @@ def test_a_process_stopped_while_starting_is_named_within_the_timeout(
     nothing_left(private_tmp)
 
 
+@pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
+def test_a_process_asleep_before_it_joins_is_named_within_the_timeout(
+        mode, private_tmp, monkeypatch, nothing_left):
+    """Worker 2 sleeps before it joins the group (not stopped: waiting for something that
+    never comes) while the others have joined and wait for it: a process that has not said it
+    joins and uses no CPU for the run's timeout is stuck, named as such, not after the
+    start-up's allowance (120 s) as the worker with the fewest steps."""
+    import hung_start
+    from pslab.processes import fsdp
+    from pslab.processes.child import STARTUP
+
+    monkeypatch.setattr(fsdp, "_worker", hung_start.fsdp_asleep)
+    started = time.monotonic()
+    with pytest.raises(ProcessFailure, match=r"stopped: worker 2 \(pid (\d+)\) was asleep, "
+                       r"using no CPU time, for 1 s before it joined the group: .*py-spy dump "
+                       r"--pid \1"):
+        pslab.train(mode=mode, workers=3, steps=2, backend="processes", timeout=1)
+    assert time.monotonic() - started < STARTUP / 4
+    nothing_left(private_tmp)
+
+
 def test_warm_starts_the_forkserver_in_the_background_and_a_second_call_is_harmless(
         private_tmp, nothing_left):
     first, again = pslab.processes.warm(), pslab.processes.warm()

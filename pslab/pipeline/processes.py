@@ -254,6 +254,7 @@ def _rank(member: Member, folder: str, timeout: float, plain: dict, steps: int, 
     pipe = Pipeline(**plain)
     p, m, d = pipe.stages, pipe.microbatches, pipe.replicas
     replica, rank = divmod(member.rank, p)
+    member.arrive()
     dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=member.rank,
                             world_size=p * d, timeout=timedelta(seconds=3 * timeout + 30))
     # every process makes every group, in the same order (torch.distributed's rule): one

@@ -140,6 +140,7 @@ def _worker(member: Member, folder: str, timeout: float, workers: int, steps: in
     torch.set_num_threads(1)
     rank = member.rank
     # gloo's own limit well past the caller's: the caller names the silent worker first
+    member.arrive()
     dist.init_process_group("gloo", init_method=f"file://{folder}/store", rank=rank,
                             world_size=workers, timeout=timedelta(seconds=3 * timeout + 30))
     data = Digits.load(seed)

@@ -40,7 +40,7 @@ Seconds = Annotated[float, Meta(ge=-1e300, le=1e300)]  # finite
 
 class Said(Struct, forbid_unknown_fields=True):
     """A message from a process of the group: its kind and that kind's fields."""
-    kind: Literal["ready", "step", "scored", "error", "done"]
+    kind: Literal["arrived", "ready", "step", "scored", "error", "done"]
     step: Annotated[int, Meta(ge=0, le=2**31)] = 0
     spans: list[list[Union[str, int, Seconds, None]]] = []
     score: Optional[tuple[float, float]] = None  # a diverged run scores NaN
@@ -55,6 +55,12 @@ class Member:
 
     def say(self, kind: str, **fields: Any) -> None:
         self.conn.send_bytes(json.dumps(dict(kind=kind, **fields)).encode())
+
+    def arrive(self) -> None:
+        """Called just before joining the group (`init_process_group`): from here on the
+        process may rightly wait for the others without using CPU; before it, one that uses
+        none for the run's timeout is stuck (starting.py), and the run stops naming it."""
+        self.say("arrived")
 
     def starting(self, step: int) -> None:
         """Called before each step: the fault on purpose of `kill` / `hang`, if it is now."""
@@ -193,7 +199,8 @@ class Watch:
         self.done: set[int] = set()
         self.errors: dict[int, str] = {}
         self.scores: dict[int, tuple[float, float]] = {}
-        self.stopped: list[int] = []  # ranks found stopped (SIGSTOP, Ctrl-Z) while starting
+        self.arrived: set[int] = set()  # ranks that said they join the group (Member.arrive)
+        self.stuck: dict[int, str] = {}  # rank -> its state, found stuck while starting
 
     def run(self, procs: list) -> None:
         last, stalls = time.monotonic(), Stalls()
@@ -212,10 +219,13 @@ class Watch:
             limit = self.timeout if len(self.ready) == len(procs) else STARTUP
             if time.monotonic() - last > limit:
                 raise ProcessFailure(self.explain(procs, silent=True))
-            if len(self.ready) < len(procs):  # one stopped while starting: said within timeout
+            if len(self.ready) < len(procs):  # one stuck while starting: said within timeout
                 late = {r: p.pid for r, p in enumerate(procs) if r not in self.ready}
-                self.stopped = sorted(stalls.stuck(late, set(late), stall_limit(self.timeout)))
-                if self.stopped:
+                # until a process says where it joins (a target that never does), any of them
+                # may be waiting for the others: then only a stopped one is stuck
+                waiting = self.arrived if self.arrived else set(late)
+                self.stuck = stalls.stuck(late, waiting, stall_limit(self.timeout))
+                if self.stuck:
                     raise ProcessFailure(self.explain(procs, silent=True))
 
     def _read(self, conn: Connection) -> bool:
@@ -229,7 +239,9 @@ class Watch:
                 line = conn.recv_bytes(MESSAGE_LIMIT)
                 message = check_shape(parse_json(line, where), Said, where)
                 kind = message.kind
-                if kind == "ready":
+                if kind == "arrived":
+                    self.arrived.add(rank)
+                elif kind == "ready":
                     self.ready.add(rank)
                 elif kind == "step":
                     self.steps[rank] = message.step + 1
@@ -265,11 +277,15 @@ class Watch:
             r = killed[0]
             cause = (f"{who(r)} was killed by signal {signal.Signals(-procs[r].exitcode).name} "
                      f"after {_steps(self.steps[r])}")
-        elif self.stopped:
-            r = self.stopped[0]
-            cause = (f"{who(r)} was stopped (SIGSTOP, Ctrl-Z, a debugger) for "
-                     f"{stall_limit(self.timeout):g} s "
-                     f"before it became ready (`kill -CONT {procs[r].pid}` lets it go on)")
+        elif self.stuck:
+            r = min(self.stuck)
+            limit, pid = stall_limit(self.timeout), procs[r].pid
+            cause = (f"{who(r)} was stopped (SIGSTOP, Ctrl-Z, a debugger) for {limit:g} s before "
+                     f"it became ready (`kill -CONT {pid}` lets it go on)"
+                     if self.stuck[r].startswith("stopped") else
+                     f"{who(r)} was {self.stuck[r]}, using no CPU time, for {limit:g} s before it "
+                     f"joined the group: it waits for something in its start-up (`py-spy dump "
+                     f"--pid {pid}` shows where)")
         elif silent:
             waiting = [r for r in range(len(procs)) if r not in self.done]
             r = min(waiting, key=lambda k: (self.steps[k], k))
