@@ -134,8 +134,8 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
     the cost depends on the sleeps, on one host at load 8-10 5-ms sleeps read 5-11 ms an
     action where 20-ms ones paid 1.4-3.3, and the grid's error carries that).
     The clock then runs the case with every action charged that cost where the processes pay
-    it (overhead.placed: for GPipe and 1F1B, whose sends leave right after the compute, the
-    part between actions after them; for the multi-stage runtime all of it on the action),
+    it (overhead.placed: the inside part on the action, the part between actions after its
+    sends, which every PyTorch schedule class posts right after the compute),
     receives posted where PyTorch posts them (processes.receives_of). Each action sleeps its
     drawn seconds. measured: the schedule's span per step (span_time, the median of the steps
     after the first); error: simulated / measured - 1; also the clock without the cost
@@ -162,8 +162,8 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
           f"every action charged the per-action cost a probe run just before, on the same hosts "
           f"(the case's schedule with F, B, W = {PROBE_TIMES[0] * 1e3:g}, "
           f"{PROBE_TIMES[1] * 1e3:g}, {PROBE_TIMES[2] * 1e3:g} ms, not the case's), measured "
-          f"(PyTorch's work beside the sleeps and the waits; for GPipe "
-          f"and 1F1B its part between actions after the sends, which leave right after the "
+          f"(PyTorch's work beside the sleeps and the waits: its part inside an action on "
+          f"the action, its part between actions after the sends, which leave right after the "
           f"compute); error = simulated / measured - 1; load = 1-minute load average then", flush=True)
     out = []
     for schedule, v, p, m, rate, times in cases:
@@ -189,7 +189,7 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
             return simulate_pipeline(Settings(mode=mode, steps=2, numerics=False,
                                               cluster=cluster), receives, after).step_time
 
-        mode, after = placed(pipe, cost, sends_first=posts == "late")
+        mode, after = placed(pipe, cost)
         simulated = clock(mode, after=after)
         bare, before = clock(pipe), clock(charged(pipe, cost.total))
         took = measured_times(real, pipe.split, v)  # the compute with PyTorch's per-action work

@@ -5,8 +5,9 @@ inside each timed action its own forward/backward_one_chunk work, between action
 schedule's bookkeeping and the posting of sends and receives. None of it is a link's time or
 the compute, so the virtual clock does not have it; `action_cost` measures it on a run beside
 the one to predict (on the same hosts, at the same load), and `charged` adds it to the
-Pipeline's action times, one cost per action a rank runs. The clock itself is unchanged: a
-Pipeline not charged times as before, bit for bit.
+Pipeline's action times, one cost per action a rank runs; `placed` puts each part where
+the process pays it. The clock itself is unchanged: a Pipeline not charged times as
+before, bit for bit.
 """
 from __future__ import annotations
 
@@ -83,14 +84,15 @@ def charged(pipe: Pipeline, cost: float) -> Pipeline:
                     replicas=pipe.replicas)
 
 
-def placed(pipe: Pipeline, cost: Cost, sends_first: bool) -> tuple[Pipeline, float]:
-    """(`pipe` charged, the clock's `after`) for a measured cost, where the process pays it.
-    sends_first: the schedule posts an action's sends right after its compute (PyTorch's
-    single-stage classes, GPipe and 1F1B), so the work between actions comes after them:
-    inside on the action, between as `after`. Otherwise (the multi-stage runtime, whose sends
-    are actions of their own in its plan, reached after that work) all of it on the action.
-    (Seed 55159 at load 12-18: the runtime's cases 6 of 7 nearer all on the action; GPipe and
-    1F1B went +0.3..+2.8 % over with all on the action, -0.6..+1.9 % split.)"""
-    if sends_first:
-        return charged(pipe, cost.inside), cost.between
-    return charged(pipe, cost.total), 0.0
+def placed(pipe: Pipeline, cost: Cost) -> tuple[Pipeline, float]:
+    """(`pipe` charged, the clock's `after`) for a measured cost, where the processes pay it:
+    inside on every action (`charged(pipe, cost.inside)`: PyTorch's *_one_chunk work, after
+    the action's input is there) and between as `after` (after the action's sends, before
+    its next receives and their wait: it delays the rank, not its messages). Every PyTorch
+    schedule class runs an action's sends right after its compute, the multi-stage runtime
+    too (its plan puts each SEND right after its compute); the work between two actions is
+    posting sends and receives (probe runs at load 4-10: ~0.15-0.2 ms a gap plus ~0.13 ms
+    for each send or receive posted in it), all of it before the wait for the next input, so
+    a rank that waits for an input hides it. Charging it on the action instead puts it after
+    the input has come and makes a rank that waits slower than it is."""
+    return charged(pipe, cost.inside), cost.between
