@@ -105,6 +105,7 @@ def rows(quick: bool = False, seed: int | None = None) -> list[dict[str, Any]]:
                     "asked": link.asked, "bandwidth_error": link.error, "ring": link.ring,
                     "messages": link.messages,
                     "reduce_scatter": link.reduce_scatter,
+                    "burst": link.burst if network.BURST else 0.0,
                     "samples": {str(k): v for k, v in link.samples.items()}})
     out += failed
     summary = network.summary(compared)
@@ -192,7 +193,7 @@ def replay(path: str, ring: dict[str, float] | None = None) -> tuple[list, dict[
     seconds per ring step, not measured then; default 0). The file is read as untrusted
     (load_comparison: bounded in size), every field checked before use."""
     from pslab.checks import number, text
-    from pslab.processes import load_comparison
+    from pslab.processes import load_comparison, network
     from pslab.processes.calibrate import Link
 
     saved = load_comparison(path)
@@ -213,10 +214,33 @@ def replay(path: str, ring: dict[str, float] | None = None) -> tuple[list, dict[
                                           number("message latency", v, high=1.0)
                                           for k, v in messages.items()},
                                 reduce_scatter=scatter)
+            if "burst" not in r and network.BURST:  # measured against a clock without it
+                links[asked] = replace(links[asked], messages={
+                    k: remeasured(k, v, links[asked]) for k, v in links[asked].messages.items()})
     try:
         return [_replayed(r, links, ring or {}) for r in saved.cases], saved.summary
     except (KeyError, TypeError) as error:
         raise ValueError(f"{path}: a case row lacks or mistypes {error}") from None
+
+
+def remeasured(key: str, latency: float, link) -> float:
+    """A parameter server's overhead (Link.messages[key], "mode W S") measured against the
+    clock without the shaper's credit (files from before Cluster's burst), brought to today's
+    `timing`: the step it measured is the old clock's at that latency, and the latency that
+    gives that step with the credit is the one today's bench would have found. Where it was 0
+    the step measured was at most the old clock's at 0: taken as that (an upper bound)."""
+    from pslab.processes import network
+
+    mode, workers, shards = key.split()
+    network.BURST = False
+    try:
+        case, bare, steps = network.calibration(mode, int(workers), link, int(shards), None,
+                                                0.01)
+        measured = network.step_time(network.simulate(case, replace(bare, latency=latency),
+                                                      steps))
+    finally:
+        network.BURST = True
+    return network.latency_for(case, bare, steps, measured)
 
 
 def _replayed(r: dict[str, Any], links: dict, ring: dict[str, float]) -> dict[str, Any]:
@@ -262,7 +286,8 @@ def print_replay(path: str, ring: dict[str, float] | None = None) -> dict[str, A
     print(f"REPLAY of {path}: measured {saved.get('date', '(date not saved)')} at load "
           f"{min(loads):.1f}-{max(loads):.1f}, seed {saved.get('seed', '?')}; simulated now "
           f"with today's model (the file's own simulated step in brackets); ring latency "
-          f"where the file measured none: {ring or 0} (assumed, seconds per ring step)")
+          f"where the file measured none: {ring or 0} (assumed, seconds per ring step); the "
+          f"shaper's credit {'on' if network.BURST else 'off'}")
     for d in done:
         print_case(dict(case_row(d["row"]), load=d["load"]), end=f" [{d['was'] * 1e3:7.1f}]\n")
     summary = network.summary(rows)
@@ -338,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
                                  description="re-simulate saved network grids (no root needed)")
     ap.add_argument("--replay", nargs="+", required=True, metavar="FILE.json",
                     help="bench result files with network rows (bench/results/network-grid-*)")
+    ap.add_argument("--no-burst", action="store_true",
+                    help="simulate without the shaper's credit (Cluster burst 0), each file's "
+                         "per-message overheads as measured")
     ap.add_argument("--ring-latency", nargs="*", default=[], metavar="MODE=MS",
                     help="for files without measured ring latencies: assumed ms per ring step "
                          "(allreduce=2 zero3=5); default 0")
@@ -351,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
             ring[mode] = float(ms) / 1e3
         except ValueError:
             ap.error(f"--ring-latency {given!r}: MS must be a number")
+    if args.no_burst:
+        from pslab.processes import network
+
+        network.BURST = False
     for path in args.replay:
         print_replay(path, ring)
         print()

@@ -26,7 +26,7 @@ MAX_JITTER = 5.0  # exp(5·z): one sigma is already a 150x spread
 SLOWEST_LINK = 1e-6  # bytes per second
 ARGUMENTS = ("compute_time", "speeds", "jitter", "durations", "latency", "bandwidth",
              "update_time", "model_bytes", "colocated", "links",
-             "reduce_scatter")  # Cluster's, as plain() names them
+             "reduce_scatter", "burst")  # Cluster's, as plain() names them
 LINKS = ("duplex", "one-at-a-time")  # how a shard's link carries transfers (Cluster's docstring)
 
 
@@ -58,13 +58,20 @@ class Cluster:
     reduce_scatter: the bytes a reduce-scatter moves (ZeRO's collectives), in units of a ring's
         (N − 1)/N of the model: 1 (the paper's, a ring's; the default), 2 for gloo's, which
         moves an all-reduce's bytes (measured across hosts: pslab.processes.network).
+    burst: bytes a duplex link's direction lets through at once after a pause, as a token
+        bucket shapes a link (`tc tbf`'s burst): a transfer that finds its direction idle
+        ends up to burst / bandwidth seconds sooner, as much as the direction was idle
+        before it (engine.Shaped), never sooner than its latency. 0 (the default): none, a
+        wire's link. Measured across hosts (pslab.processes.network). The ring modes'
+        transfers take none.
     """
 
     def __init__(self, compute_time: float = 1.0, speeds: Sequence[float] | None = None,
                  jitter: float = 0.0, durations: Sequence[Sequence[float]] | None = None,
                  latency: float = 0.02, bandwidth: float = 1e5, update_time: float = 0.2,
                  model_bytes: float | None = None, colocated: bool = False,
-                 links: str = "duplex", reduce_scatter: float = 1.0):
+                 links: str = "duplex", reduce_scatter: float = 1.0,
+                 burst: float = 0.0):
         self.compute_time = number("compute_time", compute_time, positive=True, high=LONGEST)
         self.speeds = None if speeds is None else _speeds(speeds)
         self.jitter = number("jitter", jitter, high=MAX_JITTER)
@@ -81,6 +88,10 @@ class Cluster:
             raise ValueError(f"links must be one of {', '.join(map(repr, LINKS))} (got {links!r})")
         self.links = links
         self.reduce_scatter = number("reduce_scatter", reduce_scatter, low=1.0, high=100.0)
+        self.burst = number("burst", burst, high=1e15)
+        if self.burst and links != "duplex":
+            raise ValueError(f"burst needs links='duplex' (got burst={burst!r} with "
+                             f"links={links!r})")
 
     @classmethod
     def free(cls, **kwargs) -> "Cluster":
@@ -97,6 +108,8 @@ class Cluster:
             parts.append(f"links={self.links!r}")
         if self.reduce_scatter != 1.0:
             parts.append(f"reduce_scatter={self.reduce_scatter!r}")
+        if self.burst:
+            parts.append(f"burst={self.burst!r}")
         if self.durations is not None:
             parts.append(f"durations=<{self.durations.shape[0]}x{self.durations.shape[1]}>")
         return f"Cluster({', '.join(parts)})"
@@ -110,6 +123,8 @@ class Cluster:
         out["durations"] = None if self.durations is None else self.durations.tolist()
         if self.reduce_scatter != 1.0:  # (files written before it existed have none)
             out["reduce_scatter"] = self.reduce_scatter
+        if self.burst:  # (nor before burst)
+            out["burst"] = self.burst
         return out
 
     @classmethod
@@ -157,6 +172,10 @@ class Cluster:
 
     def transfer_time(self, nbytes: int) -> float:
         return self.latency + (nbytes / self.bandwidth if nbytes else 0.0)
+
+    def credit(self) -> float:
+        """Seconds a transfer on an idle link direction saves at most (burst / bandwidth)."""
+        return self.burst / self.bandwidth if self.burst and self.bandwidth < math.inf else 0.0
 
     def update_duration(self, fraction: float) -> float:
         return self.update_time * fraction

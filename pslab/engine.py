@@ -151,6 +151,31 @@ class Resource:
         return start, self.free_at
 
 
+class Shaped(Resource):
+    """A Resource behind a token bucket (a shaper's, `tc tbf`): while it is idle it earns
+    credit, one second per second up to `credit` seconds, and the next job spends it: it ends
+    that much sooner, but never sooner than its `fixed` seconds (a message's cost besides its
+    bytes) after it starts. A job that waited in line finds no credit: the one before it
+    ended just then. A line never used (free_at 0) has been idle for ever: its first job
+    finds all of the credit. The credit a job leaves unspent is not kept for the next one
+    (which earns its own while the line is idle): a job is booked from `free_at` alone, as a
+    Resource's is, so a checkpoint holds nothing more."""
+
+    __slots__ = ("credit", "fixed")
+
+    def __init__(self, credit: float, fixed: float) -> None:
+        super().__init__()
+        self.credit, self.fixed = credit, fixed
+
+    def book(self, now: float, duration: float) -> tuple[float, float]:
+        free = self.free_at
+        start = free if free > now else now
+        idle = start - free if free else self.credit
+        saved = min(self.credit, idle, duration - self.fixed)
+        self.free_at = start + duration - (saved if saved > 0 else 0.0)
+        return start, self.free_at
+
+
 @contextmanager
 def stop_on_interrupt(clock: Clock) -> Iterator[None]:
     """Inside the block, Ctrl-C (or Jupyter's stop button) stops the clock between two events,

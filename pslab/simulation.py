@@ -19,7 +19,7 @@ import numpy as np
 
 from .cluster import Cluster
 from .columns import Columns
-from .engine import Clock, Resource, collector_paused, stop_on_interrupt
+from .engine import Clock, Resource, Shaped, collector_paused, stop_on_interrupt
 from .fastduplex import run_duplex
 from .fastloop import run_inline
 from .modes import Policy
@@ -51,7 +51,8 @@ class Simulation:
     `history` (loss and accuracy from `evaluate`).
 
     Timing-only async runs take a loop with the same events inlined, bit for bit:
-    `fastloop.run_inline` on one-at-a-time links, `fastduplex.run_duplex` on duplex ones.
+    `fastloop.run_inline` on one-at-a-time links, `fastduplex.run_duplex` on duplex ones
+    (without a burst: a shaped link's lines are `engine.Shaped`, booked here).
     Subclasses (RingSimulation, ZeroSimulation) replace `send` and
     `computed`.
     """
@@ -70,10 +71,12 @@ class Simulation:
         self.resources: list[Resource] = []  # every queue of the run, for the checkpoint
         routes: dict[str, list[Job]] = {"fetch": [], "push": []}
         self.updates: list[Job] = []
+        credit = cluster.credit()  # a shaper's bucket on each direction (duplex only)
+        self.shaped = credit > 0
         for s, b in enumerate(shard_bytes):
-            fetches = self._resource()
+            fetches = self._resource(credit, cluster.latency)
             pushes, server_side = (fetches, fetches) if self.in_order else (
-                self._resource(), self._resource())
+                self._resource(credit, cluster.latency), self._resource())
             routes["fetch"].append((s, fetches, cluster.transfer_time(b)))
             routes["push"].append((s, pushes, cluster.transfer_time(b)))
             self.updates.append((s, server_side, cluster.update_duration(b / total)))
@@ -106,8 +109,8 @@ class Simulation:
         self.how_many: dict[int, int] = defaultdict(int, {0: len(workers)})  # pushes -> workers
         self.waiting: dict[int, list[tuple[int, float]]] = defaultdict(list)  # step -> held
 
-    def _resource(self) -> Resource:
-        self.resources.append(Resource())
+    def _resource(self, credit: float = 0.0, fixed: float = 0.0) -> Resource:
+        self.resources.append(Shaped(credit, fixed) if credit > 0 else Resource())
         return self.resources[-1]
 
     def _route(self, kind: str, jobs: list[Job], cluster: Cluster, rank: int, workers: int
@@ -148,9 +151,10 @@ class Simulation:
 
     def inlined(self) -> bool:
         """Does fastloop.run_inline run this simulation? Only where it does exactly what these
-        actors do: their own handlers, timing only, no barrier, no staleness bound."""
+        actors do: their own handlers, timing only, no barrier, no staleness bound, links
+        without a shaper's credit (their loops book a plain Resource)."""
         mine = type(self)
-        return (not self.numerics and not self.barrier and not self.gated
+        return (not self.numerics and not self.barrier and not self.gated and not self.shaped
                 and self.evaluate is no_numbers and all(
                     getattr(mine, name) is getattr(Simulation, name)
                     for name in ("start_step", "fetch", "compute", "computed", "send", "take",

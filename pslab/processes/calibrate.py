@@ -24,7 +24,7 @@ from typing import Sequence
 from datetime import timedelta
 
 from ..checks import integer
-from .hosts import Hosts, wait_all
+from .hosts import Hosts, bucket, wait_all
 
 SIZES = (64, 2_400, 4_800, 9_600, 19_200)  # bytes: a header alone, then 1/4..2x our weights
 PORT = 29490
@@ -54,6 +54,12 @@ class Link:
         from ..cluster import Cluster
 
         return Cluster(latency=self.latency, bandwidth=self.bandwidth, **timing)
+
+    @property
+    def burst(self) -> float:
+        """The shaper's bucket (hosts.bucket, bytes on the wire) in this link's bytes (those
+        of `bandwidth`, headers left out): the same seconds of credit after a pause."""
+        return bucket(self.asked) * self.bandwidth * 8 / self.asked
 
     @property
     def error(self) -> float:

@@ -77,6 +77,7 @@ CASES = (
 
 
 LINKS: dict[str, Any] = {}  # the Cluster's link-model arguments the simulated side runs with
+BURST = True  # the parameter server's links give the shaper's credit (Link.burst); False: none
 
 
 def timing(case: Case, link: Link) -> dict[str, Any]:
@@ -85,10 +86,14 @@ def timing(case: Case, link: Link) -> dict[str, Any]:
     latency is the one measured for the case's protocol beside the link (`overhead`: the
     collectives' per ring step, the parameter server's per message, by `overhead_key`) where
     the link has it, else the link's own (the ping-pong's); ZeRO(3)'s reduce-scatter carries
-    the bytes the link's ring latencies were measured with (gloo's)."""
+    the bytes the link's ring latencies were measured with (gloo's). The parameter server's
+    links give the shaper's credit after a pause (Cluster's burst: `Link.burst`, unless BURST
+    is False); the ring's transfers take none."""
     measured = link.ring if case.collective else link.messages
     latency = measured.get(overhead_key(case), link.latency)
     scatter = dict(reduce_scatter=link.reduce_scatter) if case.mode == "zero3" else {}
+    if BURST and not case.collective and LINKS.get("links", "duplex") == "duplex":
+        scatter["burst"] = link.burst
     return dict(compute_time=case.compute, **scatter,
                 speeds=None if case.speeds is None else list(case.speeds),
                 latency=latency, bandwidth=link.bandwidth, update_time=0.0, **LINKS)
@@ -126,19 +131,30 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     Mbit/s, load 6-7: 0.3-0.7 ms a message at 5 ms of compute, 0.8-1.2 ms at 10); the bench
     measures it at 10 ms, never at a case's own compute (that would predict a case of one
     minibatch a step and no straggler from a run of itself). It cannot go below 0 (a Cluster's latency
-    cannot): where the shaper's credit (a lone message's first frame through at once) makes
-    the protocol faster than the line, that stays unmodelled."""
+    cannot); the clock it is measured against gives the shaper's credit as `timing` does."""
+    case, bare, steps = calibration(mode, workers, link, shards, steps, compute)
+    per_step = step_time(simulate(case, bare, 4))
+    runs = 3 if not case.collective and steps * per_step < CALIBRATION_SECONDS / 2 else 1
+    measured = statistics.median(step_time(measure(case, link, steps)) for _ in range(runs))
+    return latency_for(case, bare, steps, measured)
+
+
+def calibration(mode: str, workers: int, link: Link, shards: int, steps: int | None,
+                 compute: float) -> tuple[Case, Link, int]:
+    """`overhead`'s case, its link at latency 0 and its steps."""
     one_of("mode", mode, MODES)
     case = Case("overhead", mode, workers, 1 if mode in COLLECTIVE else shards,
                 compute=compute, bandwidth=link.asked)
     bare = Link(0.0, link.bandwidth, link.asked, reduce_scatter=link.reduce_scatter)
-    per_step = step_time(simulate(case, bare, 4))
     if steps is None and case.collective:
         steps = 20
     elif steps is None:  # (a round of 6 workers at 1 Mbit/s takes ~1 s, at 50 Mbit/s ~15 ms)
-        steps = max(6, min(60, int(CALIBRATION_SECONDS / per_step)))
-    runs = 3 if not case.collective and steps * per_step < CALIBRATION_SECONDS / 2 else 1
-    measured = statistics.median(step_time(measure(case, link, steps)) for _ in range(runs))
+        steps = max(6, min(60, int(CALIBRATION_SECONDS / step_time(simulate(case, bare, 4)))))
+    return case, bare, steps
+
+
+def latency_for(case: Case, bare: Link, steps: int, measured: float) -> float:
+    """The latency that brings the clock's step of `case` to `measured` (>= 0)."""
     at = [step_time(simulate(case, replace(bare, latency=x), steps)) for x in (0.0, 1e-3)]
     per_second = (at[1] - at[0]) / 1e-3
     if per_second <= 0:  # no message on a step's path costs time: nothing to measure
