@@ -35,7 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.browser import chromium, free_port as _free_port, get as _get, jupyterlab, missing, serve
+from bench.browser import chromium, evidence, free_port as _free_port, get as _get, jupyterlab
+from bench.browser import missing, serve
 from bench.browser import wait as _wait
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,9 +61,10 @@ def _require_browser() -> None:
 
 @pytest.fixture(scope="module")
 def lab():
-    """A hermetic JupyterLab serving copies of the notebooks; yields (base_url, log_path)."""
+    """A hermetic JupyterLab serving copies of the notebooks; yields (base_url, log_path). Its
+    log has every HTTP request with its duration (DEBUG), for bench.browser.evidence."""
     _require_browser()
-    with jupyterlab(ROOT / "notebooks") as served:
+    with jupyterlab(ROOT / "notebooks", log_level="DEBUG") as served:
         yield served
 
 
@@ -601,7 +603,7 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
         assert statistics.median(times) < 5000, "the dashboard answers far too slowly"
     except Exception:
         with capsys.disabled():
-            print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
+            print("\n" + evidence(driver, base, log_path, Path(name).stem))
         raise
     finally:
         try:
@@ -675,7 +677,7 @@ def test_presenter_view_shows_every_dashboard_without_code_or_exercises(presente
         driver.set_window_size(*SIZES["large"])
     except Exception:
         with capsys.disabled():
-            print(f"\n--- voila log (tail) ---\n{log_path.read_text()[-4000:]}")
+            print("\n" + evidence(driver, base, log_path, "presenter"))
         raise
 
 
@@ -697,21 +699,21 @@ return {note: note.innerText, count: all.length,
 @contextmanager
 def _saved(name: str, capsys):
     """JupyterLab showing the widgets `name` saved (trusted, ipywidgets' "saveState" on), its
-    kernel not run, and a browser on it; yields the driver. A failure inside prints the tail of
-    JupyterLab's log first."""
+    kernel not run, and a browser on it; yields the driver. A failure inside prints and keeps
+    what the server and the browser said (bench.browser.evidence)."""
     _require_browser()
     with tempfile.TemporaryDirectory(prefix="pslab-saved-") as tmp:
         env = dict(os.environ, JUPYTER_DATA_DIR=tmp)  # its own trust database
         subprocess.run([sys.executable, "-m", "jupyter", "trust", str(ROOT / "notebooks" / name)],
                        env=env, check=True, capture_output=True, timeout=60)
-        with jupyterlab(ROOT / "notebooks", env, widget_state=True) as (base, log_path), \
-                chromium(SIZES["large"]) as driver:
-            _open(driver, base, name)
+        with jupyterlab(ROOT / "notebooks", env, widget_state=True, log_level="DEBUG") as (
+                base, log_path), chromium(SIZES["large"]) as driver:
             try:
+                _open(driver, base, name)
                 yield driver
             except Exception:
                 with capsys.disabled():
-                    print(f"\n--- JupyterLab log (tail) ---\n{log_path.read_text()[-4000:]}")
+                    print("\n" + evidence(driver, base, log_path, Path(name).stem))
                 raise
 
 
