@@ -197,9 +197,22 @@ def _clock(ms: float) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(ms / 1000)) + f".{int(ms % 1000):03d}"
 
 
+def network_events(net: dict | None) -> list[str]:
+    """What NET_WATCH saw in a page (`window.__pslabNet`), one line each, in time order."""
+    if not net:
+        return []
+    events = ([(e["at"], f"fetch FAILED after {e['after_ms']} ms: {e['method']} {e['url']}: "
+                f"{e['error']}") for e in net["fails"]]
+              + [(e["at"], f"websocket closed (code {e['code']}, clean {e['clean']}, open "
+                  f"{(e['at'] - e['opened']) / 1000:.1f} s): {e['url']}") for e in net["closed"]]
+              + [(e["at"], f"dialog: {e['text']!r}") for e in net["dialogs"]])
+    return [f"{_clock(at)} {text}" for at, text in sorted(events)]
+
+
 def evidence(driver, base: str, log_path: Path, what: str) -> str:
-    """After a failure (of a page `chromium` opened on the server at `base`): what the server and the browser said, kept for a look in a new private
-    folder under $TMPDIR (tempfile.mkdtemp; nothing is kept when a test passes): the server's
+    """After a failure in a page `chromium` opened on the server at `base`: what the server
+    and the browser said, kept for a look in a new private folder under $TMPDIR
+    (tempfile.mkdtemp; nothing is kept when a test passes): the server's
     log, the browser's console, the page's failed requests, closed websockets and dialogs
     (NET_WATCH), a screenshot, and whether the server answers now and how fast. Returns the
     report to print: the folder, the server's answer, the network events, the console's and
@@ -234,15 +247,8 @@ def evidence(driver, base: str, log_path: Path, what: str) -> str:
         "return window.__pslabNet || null;"))
     if net:
         (keep / "network.json").write_text(json.dumps(net, indent=1))
-        events = ([(e["at"], f"fetch FAILED after {e['after_ms']} ms: {e['method']} {e['url']}:"
-                    f" {e['error']}") for e in net["fails"]]
-                  + [(e["at"], f"websocket closed (code {e['code']}, clean {e['clean']}, "
-                      f"open {(e['at'] - e['opened']) / 1000:.1f} s): {e['url']}")
-                     for e in net["closed"]]
-                  + [(e["at"], f"dialog: {e['text']!r}") for e in net["dialogs"]])
         out.append(f"--- the page (loaded {_clock(net['loaded'])}): failed requests, closed "
-                   "websockets, dialogs ---\n"
-                   + "\n".join(f"{_clock(at)} {text}" for at, text in sorted(events)[-30:]))
+                   "websockets, dialogs ---\n" + "\n".join(network_events(net)[-30:]))
     console = step("the browser console", lambda: driver.get_log("browser"))
     if console is not None:
         (keep / "console.txt").write_text("\n".join(

@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from bench.browser import chromium, evidence, free_port as _free_port, get as _get, jupyterlab
-from bench.browser import missing, serve
+from bench.browser import missing, network_events, serve
 from bench.browser import wait as _wait
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -606,7 +606,11 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
             print("\n" + evidence(driver, base, log_path, Path(name).stem))
         raise
     finally:
-        try:
+        try:  # a failed request or a dialog that did not fail this test is still worth a line
+            events = network_events(driver.execute_script("return window.__pslabNet;"))
+            if events:
+                with capsys.disabled():
+                    print(f"\n{name}: the page's network events:\n  " + "\n  ".join(events))
             driver.execute_script("window.jupyterapp && window.jupyterapp.commands.execute("
                                   "'docmanager:save');")
         except Exception:
