@@ -10,8 +10,9 @@ the kernel encodes them (JSON plus binary buffers: every widget gets a comm that
 work; without a front end ipywidgets would skip it). Goal: median <= 40 ms. The loss curve
 that follows when the sliders rest (the arithmetic, `settle`: until the loss curve and the
 numbers are drawn) is timed once per control and reported apart, and so is "ready": until
-the why-lines are written too (a diverged run's learning-rate search: its runs come one per
-turn of the event loop, and the longest turn is how long a slider moved meanwhile waits).
+the why-lines are written too (a diverged run's learning-rate search: each of its runs is made
+in parts, one per turn of the event loop, and the longest turn is how long a slider moved
+meanwhile waits).
 Runs are not served from the dashboard's cache (it is emptied before each change), so every
 change really re-simulates. Prints wall-clock and CPU medians: on a busy machine the CPU
 time shows what the code costs, the wall time what a reader would feel.
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     overall = statistics.median(everything)
     print(f"median of the medians (sliders that redraw): {overall:.1f} ms "
           f"(goal <= 40 ms); 'settle' = the loss curve after the sliders rest, 'ready' = the "
-          f"why-lines too, 'turn' = the longest of their runs")
+          f"why-lines too, 'turn' = the longest of their turns")
     return 0
 
 

@@ -10,6 +10,7 @@ import math
 import warnings
 from array import array
 from functools import lru_cache, partial
+from typing import Generator, Sequence
 
 import numpy as np
 import torch
@@ -34,6 +35,23 @@ ACTORS = {"server": Simulation, "allreduce": RingSimulation, "zero": ZeroSimulat
 def simulate(settings: Settings, progress: bool = False,
              checkpoint: Checkpoint | None = None) -> Run:
     """The simulated backend: checked `settings` run on the virtual clock."""
+    parts = simulate_in_parts(settings, (), progress, checkpoint)
+    while True:
+        try:
+            next(parts)
+        except StopIteration as done:
+            return done.value
+
+
+def simulate_in_parts(settings: Settings, pauses: Sequence[float], progress: bool = False,
+                      checkpoint: Checkpoint | None = None) -> Generator[float, None, Run]:
+    """`simulate`, pausing at each virtual time of `pauses` (ascending): it runs the events up
+    to that time, then yields it; the next part goes on from there, and the last one returns
+    the Run, the same run bit for bit as one `simulate` (a dashboard's event loop runs one part
+    per turn, so a slider moved meanwhile waits for one part, not the whole run)."""
+    if pauses and checkpoint is not None:
+        raise ValueError("pauses and checkpoint do not go together: a checkpoint runs the "
+                         "clock its own way")
     policy, layout, cluster = settings.mode, settings.layout, settings.timing
     workers, accumulate, steps = settings.workers, settings.accumulate, settings.steps
     batch, seed, hidden, lr = settings.batch, settings.seed, settings.hidden, settings.lr
@@ -63,15 +81,22 @@ def simulate(settings: Settings, progress: bool = False,
     # workers' gradients are written out (model.loss_and_grad), no graph is ever built
     with single_thread(), torch.no_grad():
         start_loss = score()[0] if data else math.nan
+    for pause in pauses:  # torch's settings held only while a part runs, never across a yield
+        with single_thread(), torch.no_grad():
+            sim.run(until=pause)
+        if sim.interrupted:
+            break
+        yield pause
+    with single_thread(), torch.no_grad():
         if checkpoint is not None:  # write the state on the way, or carry on from written state
             checkpoint.play(sim, settings)
-        else:
+        elif not sim.interrupted:
             sim.run()
     if sim.progress is not None:
         sim.progress.close()
     if sim.interrupted:
         warnings.warn(f"run interrupted at virtual time {sim.makespan:.3g} s after "
-                      f"{len(sim.history)} updates: returning the partial run", stacklevel=3)
+                      f"{len(sim.history)} updates: returning the partial run", stacklevel=4)
     groups = [layout.names_in(s) for s in range(layout.shards)]
     if policy.schedule != "server":  # no server rows to draw
         groups, shard_bytes = [], []

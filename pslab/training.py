@@ -7,6 +7,7 @@ and the notebooks.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Generator, Sequence
 
 from .checkpoint import Checkpoint
 from .checks import flag, one_of
@@ -17,7 +18,7 @@ from .pipeline import Pipeline
 from .pipeline.front import run_pipeline
 from .result import Run
 from .settings import BACKENDS, Settings
-from .simulate import simulate
+from .simulate import simulate, simulate_in_parts
 
 
 def train(mode: str | Policy | Pipeline = "sync", workers: int = 3, accumulate: int = 1,
@@ -66,6 +67,20 @@ def train(mode: str | Policy | Pipeline = "sync", workers: int = 3, accumulate: 
         staleness_lr=staleness_lr, backend=backend, time_scale=time_scale, timeout=timeout,
         address=address, start_method=start_method, kill=kill, hang=hang, transfers=transfers)
     return train_settings(settings, progress, checkpoint)
+
+
+def train_in_parts(pauses: Sequence[float], **kwargs: Any) -> Generator[float, None, Run]:
+    """`train(**kwargs)` on the virtual clock, made in parts: it runs the events up to each
+    virtual time of `pauses` (ascending) and yields that time, and the last part returns the
+    Run, bit for bit `train(**kwargs)`'s. A caller with an event loop runs one part per turn.
+    The arguments are checked here, before any part runs; simulated runs only."""
+    settings = Settings.build(**kwargs)
+    if settings.processes is not None or isinstance(settings.mode, Pipeline):
+        raise ValueError(f"train_in_parts runs on the virtual clock only (got backend="
+                         f"{settings.backend!r}, mode={settings.mode.name})")
+    if any(not b > a for a, b in zip(pauses, pauses[1:])):
+        raise ValueError(f"pauses must be ascending virtual times (got {list(pauses)!r})")
+    return simulate_in_parts(settings, pauses)
 
 
 def train_settings(settings: Settings, progress: bool = False,

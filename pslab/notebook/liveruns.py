@@ -10,14 +10,14 @@ picture a saved notebook keeps, tests, the benchmark's "before").
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable
+from typing import Callable, Generator
 
 from ..drawing.busy_plot import busy_title
 from ..drawing.timeline_plot import title_text
 from ..drawing.training_plot import curves_title, staleness_title
 from ..model import single_thread
 from ..result import Run
-from ..training import train
+from ..training import train, train_in_parts
 from .dashboard_settings import PRESETS, Settings, describe_change
 from .explain import latency_note
 
@@ -53,6 +53,31 @@ class RunCache:
         self.misses += 1
         with single_thread():
             run = train(numerics=numerics, **settings.train_kwargs())
+        return self._keep(key, run)
+
+    def make(self, settings: Settings, parts: int, status: str) -> Generator[str, None, None]:
+        """Make and keep the run with numerics of `settings` (unless kept) in `parts` parts of
+        its virtual time, yielding `status` before each: a caller's event loop runs one part
+        per turn. Each part makes an equal share of the updates (their arithmetic is most of a
+        run's time), read off the clock-only run (the same clock: numerics add the arithmetic)."""
+        key = self.key(settings, True)
+        if key in self._runs:
+            return
+        updates = self.get(settings, False).history
+        pauses = sorted({updates[len(updates) * k // parts - 1].time for k in range(1, parts)
+                         if len(updates) * k // parts})
+        making = train_in_parts(pauses, numerics=True, **settings.train_kwargs())
+        while True:
+            yield status
+            with single_thread():
+                try:
+                    next(making)
+                except StopIteration as done:
+                    self.misses += 1
+                    self._keep(key, done.value)
+                    return
+
+    def _keep(self, key: tuple, run: Run) -> Run:
         self._runs[key] = run
         if len(self._runs) > self.size:
             self._runs.popitem(last=False)

@@ -17,8 +17,8 @@ curve share one screen, the captions and numbers under them. While a slider move
 runs the clock only (`numerics=False`) and redraws the timeline at once; the loss curve and the
 numbers fade until the sliders have been still for `settle_delay` seconds and the run is
 repeated with the arithmetic; where a diverged run's line names the largest learning rate
-that trains, the runs that find it follow, one per turn of the kernel's event loop (a slider
-moved meanwhile is answered at once after one of them); "ready" shows only when everything
+that trains, the runs that find it follow, a part of a run per turn of the kernel's event loop
+(a slider moved meanwhile is answered at once after one part); "ready" shows only when everything
 shown is of the controls' values. Without a running event loop (tests, scripts) that happens
 at once. Matplotlib draws the static picture a saved notebook keeps
 (`pslab.notebook.liveview.snapshot_of`).
@@ -49,6 +49,9 @@ from .prefetch import KEYED, key_of
 __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "table", "PRESETS", "preset"]
 
 PLOTS = ("timeline", "training", "staleness")
+# the parts an lr-search run is made in, one per turn of the event loop: a slider moved
+# meanwhile waits for one part (~1/4 of a settle), not the whole run
+RUN_PARTS = 4
 
 
 class Dashboard(DashboardBase):
@@ -187,16 +190,16 @@ class Dashboard(DashboardBase):
         """The largest grid learning rate below `settings.lr` at which this mode does not
         diverge (None if none does): the next one down first (most often it trains: one run),
         else bisected over the rest, as divergence comes with a larger lr (5 runs at most, each
-        cached; a status line yielded before each run not cached yet); the one named has been
-        run and trains."""
+        cached; each made in `RUN_PARTS` parts, a status line yielded before each part); the
+        one named has been run and trains."""
         below = sorted(v for v in LR_VALUES if v < settings.lr)
         trains, diverges = -1, len(below)
         while diverges - trains > 1:
             mid = diverges - 1 if diverges == len(below) else (trains + diverges) // 2
             candidate = settings.changed(lr=below[mid])
-            if not self.view.cache.has(candidate, True):
-                yield (f"diverged: finding the largest learning rate that trains "
-                       f"(trying {below[mid]:g})…")
+            yield from self.view.cache.make(candidate, RUN_PARTS, (
+                f"diverged: finding the largest learning rate that trains "
+                f"(trying {below[mid]:g})…"))
             if self.view.cache.get(candidate, True).diverged:
                 diverges = mid
             else:
