@@ -57,9 +57,10 @@ class RunCache:
 
     def make(self, settings: Settings, parts: int, status: str) -> Generator[str, None, None]:
         """Make and keep the run with numerics of `settings` (unless kept) in `parts` parts of
-        its virtual time, yielding `status` before each: a caller's event loop runs one part
-        per turn. Each part makes an equal share of the updates (their arithmetic is most of a
-        run's time), read off the clock-only run (the same clock: numerics add the arithmetic)."""
+        its virtual time, yielding `status` before each and after the last: a caller's event
+        loop runs one part per turn, and what it does with the run in a turn after them. Each
+        part makes an equal share of the updates (their arithmetic is most of a run's time),
+        read off the clock-only run (the same clock: numerics add only the arithmetic)."""
         key = self.key(settings, True)
         if key in self._runs:
             return
@@ -75,7 +76,8 @@ class RunCache:
                 except StopIteration as done:
                     self.misses += 1
                     self._keep(key, done.value)
-                    return
+                    break
+        yield status  # what the caller does with the run comes in a turn of its own
 
     def _keep(self, key: tuple, run: Run) -> Run:
         self._runs[key] = run
