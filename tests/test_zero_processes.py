@@ -166,42 +166,30 @@ def test_a_silent_process_is_named_after_the_timeout(private_tmp, nothing_left):
     nothing_left(private_tmp)
 
 
+STUCK = {
+    "stopped": (r"stopped: worker 2 \(pid (\d+)\) was stopped \(SIGSTOP, Ctrl-Z, a debugger\) "
+                r"for 1 s before it became ready \(`kill -CONT \1` lets it go on\)"),
+    "asleep": (r"stopped: worker 2 \(pid (\d+)\) was asleep, using no CPU time, for 1 s before "
+               r"it joined the group: .*py-spy dump --pid \1")}
+
+
 @pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
-def test_a_process_stopped_while_starting_is_named_within_the_timeout(
-        mode, private_tmp, monkeypatch, nothing_left):
-    """Worker 2 is stopped (SIGSTOP) before it sets up: the others wait for it at the group's
-    start, where the silence allowed is the start-up's (120 s); a process stopped for the run's
-    timeout is not starting, and the error names it, not the worker with the fewest steps."""
+@pytest.mark.parametrize("how", sorted(STUCK))
+def test_a_process_stuck_while_starting_is_named_within_the_timeout(
+        mode, how, private_tmp, monkeypatch, nothing_left):
+    """Worker 2 is stopped (SIGSTOP) or falls asleep (waiting for something that never comes)
+    before it joins the group, while the others have joined and wait for it at the group's
+    start, where the silence allowed is the start-up's (120 s): a process stopped for the run's
+    timeout, or one that has not said it joins and used no CPU for it, is not starting; the
+    error names it and its state, not the worker with the fewest steps."""
     import hung_start
     from pslab.processes import fsdp
     from pslab.processes.child import STARTUP
 
-    monkeypatch.setattr(fsdp, "_worker", hung_start.fsdp_stopped)
+    monkeypatch.setattr(fsdp, "_worker", getattr(hung_start, f"fsdp_{how}"))
+    pslab.processes.warm().join(180)  # timed from a started forkserver, not its cold start
     started = time.monotonic()
-    with pytest.raises(ProcessFailure, match=r"stopped: worker 2 \(pid (\d+)\) was stopped "
-                       r"\(SIGSTOP, Ctrl-Z, a debugger\) for 3 s before it became ready "
-                       r"\(`kill -CONT \1` lets it go on\)"):
-        pslab.train(mode=mode, workers=3, steps=2, backend="processes", timeout=3)
-    assert time.monotonic() - started < STARTUP / 4
-    nothing_left(private_tmp)
-
-
-@pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
-def test_a_process_asleep_before_it_joins_is_named_within_the_timeout(
-        mode, private_tmp, monkeypatch, nothing_left):
-    """Worker 2 sleeps before it joins the group (not stopped: waiting for something that
-    never comes) while the others have joined and wait for it: a process that has not said it
-    joins and uses no CPU for the run's timeout is stuck, named as such, not after the
-    start-up's allowance (120 s) as the worker with the fewest steps."""
-    import hung_start
-    from pslab.processes import fsdp
-    from pslab.processes.child import STARTUP
-
-    monkeypatch.setattr(fsdp, "_worker", hung_start.fsdp_asleep)
-    started = time.monotonic()
-    with pytest.raises(ProcessFailure, match=r"stopped: worker 2 \(pid (\d+)\) was asleep, "
-                       r"using no CPU time, for 1 s before it joined the group: .*py-spy dump "
-                       r"--pid \1"):
+    with pytest.raises(ProcessFailure, match=STUCK[how]):
         pslab.train(mode=mode, workers=3, steps=2, backend="processes", timeout=1)
     assert time.monotonic() - started < STARTUP / 4
     nothing_left(private_tmp)
