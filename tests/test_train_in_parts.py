@@ -29,7 +29,7 @@ def assert_same(a: pslab.Run, b: pslab.Run) -> None:
     assert a.push_staleness == b.push_staleness
     assert a.weights.keys() == b.weights.keys()
     assert all(torch.equal(a.weights[k], b.weights[k]) for k in a.weights)
-    assert a.complete and b.complete and a.settings == b.settings
+    assert a.complete and b.complete and repr(a.settings) == repr(b.settings)
 
 
 MODES = ["sync", "async", pslab.SSP(1), pslab.SoftSync(2), "allreduce", pslab.ZeRO(2)]
@@ -58,3 +58,22 @@ def test_the_pauses_and_the_backend_are_checked_before_any_part_runs():
         train_in_parts([1.0], backend="processes")
     with pytest.raises(ValueError, match="workers"):
         train_in_parts([1.0], workers=0)
+
+
+@settings(max_examples=5, deadline=None)
+@given(workers=st.integers(2, 8), steps=st.integers(2, 20), mode=st.sampled_from(["sync", "async"]))
+def test_a_dashboards_run_made_in_turns_is_the_one_get_makes_in_bounded_parts(workers, steps,
+                                                                               mode):
+    """RunCache.make: a status line before each part and after the last, as many parts as
+    WORK_PER_PART gradients and scores need, and the run it keeps is the one `get` makes."""
+    from pslab.notebook.dashboard_settings import PRESETS
+    from pslab.notebook.liveruns import WORK_PER_PART, RunCache
+
+    wanted = PRESETS["000"].changed(workers=workers, steps=steps, mode=mode, lr=0.3)
+    cache = RunCache()
+    clock = cache.get(wanted, False)
+    work = len(clock.push_staleness) * wanted.accumulate + len(clock.history)
+    statuses = list(cache.make(wanted, "busy"))
+    assert statuses == ["busy"] * (max(1, -(-work // WORK_PER_PART)) + 1)
+    assert list(cache.make(wanted, "busy")) == []  # kept: nothing to make
+    assert_same(cache.get(wanted, True), RunCache().get(wanted, True))

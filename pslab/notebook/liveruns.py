@@ -22,6 +22,11 @@ from .dashboard_settings import PRESETS, Settings, describe_change
 from .explain import latency_note
 
 
+# the gradients and scores a part of a run made in turns holds (RunCache.make): ~120 of the
+# digits MLP's are ~75 ms on a quiet 2-core machine, a quarter of figure 000's 8 x 30 run
+WORK_PER_PART = 120
+
+
 class RunCache:
     """The last `size` runs by settings (an LRU): moving a slider back is free."""
 
@@ -55,16 +60,19 @@ class RunCache:
             run = train(numerics=numerics, **settings.train_kwargs())
         return self._keep(key, run)
 
-    def make(self, settings: Settings, parts: int, status: str) -> Generator[str, None, None]:
-        """Make and keep the run with numerics of `settings` (unless kept) in `parts` parts of
-        its virtual time, yielding `status` before each and after the last: a caller's event
-        loop runs one part per turn, and what it does with the run in a turn after them. Each
-        part makes an equal share of the updates (their arithmetic is most of a run's time),
-        read off the clock-only run (the same clock: numerics add only the arithmetic)."""
+    def make(self, settings: Settings, status: str) -> Generator[str, None, None]:
+        """Make and keep the run with numerics of `settings` (unless kept) in parts, yielding
+        `status` before each and after the last: a caller's event loop runs one part per turn,
+        and what it does with the run in a turn after them. A part is at most about
+        `WORK_PER_PART` gradients and scores, each part an equal share of the updates, read off
+        the clock-only run (the same clock: numerics add only the arithmetic)."""
         key = self.key(settings, True)
         if key in self._runs:
             return
-        updates = self.get(settings, False).history
+        clock = self.get(settings, False)
+        updates = clock.history
+        work = len(clock.push_staleness) * settings.accumulate + len(updates)
+        parts = max(1, -(-work // WORK_PER_PART))
         pauses = sorted({updates[len(updates) * k // parts - 1].time for k in range(1, parts)
                          if len(updates) * k // parts})
         making = train_in_parts(pauses, numerics=True, **settings.train_kwargs())

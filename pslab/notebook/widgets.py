@@ -49,9 +49,6 @@ from .prefetch import KEYED, key_of
 __all__ = ["Dashboard", "dashboard", "setup", "Progress", "sweep", "table", "PRESETS", "preset"]
 
 PLOTS = ("timeline", "training", "staleness")
-# the parts an lr-search run is made in, one per turn of the event loop: a slider moved
-# meanwhile waits for one part (~1/4 of a settle), not the whole run
-RUN_PARTS = 4
 
 
 class Dashboard(DashboardBase):
@@ -190,14 +187,14 @@ class Dashboard(DashboardBase):
         """The largest grid learning rate below `settings.lr` at which this mode does not
         diverge (None if none does): the next one down first (most often it trains: one run),
         else bisected over the rest, as divergence comes with a larger lr (5 runs at most, each
-        cached; each made in `RUN_PARTS` parts, a status line yielded before each part); the
+        cached; each made in parts, a status line yielded before each: `RunCache.make`); the
         one named has been run and trains."""
         below = sorted(v for v in LR_VALUES if v < settings.lr)
         trains, diverges = -1, len(below)
         while diverges - trains > 1:
             mid = diverges - 1 if diverges == len(below) else (trains + diverges) // 2
             candidate = settings.changed(lr=below[mid])
-            yield from self.view.cache.make(candidate, RUN_PARTS, (
+            yield from self.view.cache.make(candidate, (
                 f"diverged: finding the largest learning rate that trains "
                 f"(trying {below[mid]:g})…"))
             if self.view.cache.get(candidate, True).diverged:
