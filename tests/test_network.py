@@ -282,8 +282,9 @@ def test_the_bench_grid_is_drawn_from_its_seed_over_the_whole_ranges():
 def test_a_saved_grid_replays_with_todays_model_and_untrusted_rows_are_refused(tmp_path,
                                                                              monkeypatch):
     """`python -m bench.network --replay`: every committed grid's cases re-simulated now. The
-    parameter-server modes' model without the shaper's credit (network.BURST False) is the one
-    the grids ran with, so their simulated steps come back bit for bit, but SSP's: since the
+    parameter-server modes' model is the one each grid ran with (the shaper's credit,
+    network.BURST, where its links have a burst), so their simulated steps come back bit for
+    bit, but SSP's in grids from before its answer order: since the
     grids ran, the duplex clock answers the worker whose push released held workers before
     them (the shards' order, measured); the collectives' differ only by today's ZeRO(3) and
     ring latency. A row
@@ -291,12 +292,14 @@ def test_a_saved_grid_replays_with_todays_model_and_untrusted_rows_are_refused(t
     from bench.network import replay
     from pslab.processes import load_comparison, network
 
-    monkeypatch.setattr(network, "BURST", False)  # the model the grids ran with
 
     grids = sorted((Path(__file__).resolve().parents[1] / "bench" / "results")
                    .glob("network-grid-*.json"))
     assert grids
     for path in grids:
+        # the model each grid ran with: the shaper's credit where its links say so
+        shaped = any(r.get("burst") for r in load_comparison(path).links)
+        monkeypatch.setattr(network, "BURST", shaped)
         done, summary = replay(str(path))
         assert len(done) == summary["cases"] >= 12
         # a file that saved each case's steps and ring latencies (seed 4242) was simulated
