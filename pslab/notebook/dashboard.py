@@ -19,10 +19,11 @@ A subclass builds its `controls` (name -> widget, in the order they are laid out
     compute()  the slow path: the full run drawn, `numbers` (and `why`) written; returns the
                settings it drew (the base checks they are still the controls')
     finish()   the slow path's second part, if it has one (default None): a generator that
-               writes `why` and yields a line of status before each run it still needs. With
-               an event loop it runs one such run per turn, so a control that moves meanwhile
-               is answered after one run and stops it; `why` stays faded and the status busy
-               until it ends, and only then "ready". Without a loop it runs at once.
+               writes `why` and yields a line of status before each piece of work it still
+               needs (a run, or a part of one). With an event loop it runs one piece per turn,
+               so a control that moves meanwhile is answered after one piece and stops it;
+               `why` stays faded and the status busy until it ends, and only then "ready".
+               Without a loop it runs at once.
     describe() the bold numbers as one line of text (also the notebook's text/plain)
     snapshot() the PNG a saved notebook shows readers without a kernel
     code_text() the run as one line of Python ("" for none)
@@ -265,7 +266,8 @@ class DashboardBase(Ahead):
 
     def _finish(self, steps: Iterator[str] | None, t0: float) -> None:
         """The slow path's second part: all at once without an event loop; else up to its
-        first run now and one run per turn of the loop after (`_finish_step`); then "ready"."""
+        first piece now and one piece per turn of the loop after (`_finish_step`); then
+        "ready"."""
         if steps is not None and running_loop() is None:
             for _ in steps:
                 pass
