@@ -120,6 +120,19 @@ def test_1f1b_pytorchs_runtime_runs_pslabs_order_not_its_list(p, m):
     assert f"{p - 1}F{m}" in listed and f"{p - 1}F0" not in listed
 
 
+def test_1f1b_pytorchs_runtime_runs_pslabs_last_rank_over_the_whole_grid():
+    """The last rank, where PyTorch's list and its runtime differ, on every p <= 8, m <= 32 that
+    1F1B takes (m >= p: 228 cases); the other ranks' lists equal PyTorch's on the whole grid
+    (test_every_rank_runs_pytorchs_list) and its runtime on the cases above."""
+    compared = 0
+    for p in range(1, 9):
+        for m in range(p, 33):
+            last = [str(a) for a in orders("1f1b", p, m)[-1]]
+            assert runtime_order(p, m, p - 1) == last, (p, m)
+            compared += 1
+    assert compared == 228
+
+
 def test_gpipe_runtime_is_its_list():
     """ScheduleGPipe's list and pslab's agree; so does its runtime (all F, then all B)."""
     p, m = 4, 8
