@@ -164,7 +164,8 @@ def across_rows(seed: int | None = None, steps: int = 6) -> list[dict[str, Any]]
           f"{PROBE_TIMES[1] * 1e3:g}, {PROBE_TIMES[2] * 1e3:g} ms, not the case's), measured "
           f"(PyTorch's work beside the sleeps and the waits: its part inside an action on "
           f"the action, its part between actions after the sends, which leave right after the "
-          f"compute); error = simulated / measured - 1; load = 1-minute load average then", flush=True)
+          f"compute); error = simulated / measured - 1; load = 1-minute load average then",
+          flush=True)
     out = []
     for schedule, v, p, m, rate, times in cases:
         load = os.getloadavg()[0]

@@ -2,9 +2,9 @@
 
 Hidden layer W_h, b_h; output layer W_o, b_o. A deeper model (`layers` linear layers, every
 hidden one equally wide: pslab.pipeline cuts it into stages) adds W_h2, b_h2, ... between
-them; the two-layer default draws, computes and names exactly what it always did. The functions take the parameters as a dict of
-tensors, so a worker can compute a gradient on whatever (possibly stale) weights it fetched,
-and the server can hold the same dict split into shards.
+them; the two-layer default is figure 000's model, drawn and named as there. The functions
+take the parameters as a dict of tensors, so a worker can compute a gradient on whatever
+(possibly stale) weights it fetched, and the server can hold the same dict split into shards.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """A pipelined step drawn as the papers draw it: one row per rank (rank 0 on top), a block per
 forward (F), backward (B) or its input and weight halves (I, W) numbered by micro-batch, the
-bubbles plain grey, the dashboard's BUBBLE (GPipe, Huang et al. 2019, Fig. 2; 1F1B, Narayanan et al. 2021, Fig. 4;
-zero bubble, Qi et al. 2024, Fig. 3). Later chunks of an interleaved rank are drawn darker."""
+bubbles plain grey, the dashboard's BUBBLE (GPipe, Huang et al. 2019, Fig. 2; 1F1B,
+Narayanan et al. 2021, Fig. 4; zero bubble, Qi et al. 2024, Fig. 3). Later chunks of an
+interleaved rank are drawn darker."""
 from __future__ import annotations
 
 from typing import Any

@@ -17,7 +17,8 @@ posts given: processes.receives_of). That notice leaves the
 receiving host behind whatever the host is sending then (one queue out of a host: tc's token
 bucket), so a rank that has just sent its output asks for its next input a transfer later.
 Then ranks run one action at a time in the order of their clocks, so that every receive is
-posted, every message sent and every notice sent in time order (measured across hosts: bench/pipeline_speed.py).
+posted, every message sent and every notice sent in time order (measured across hosts:
+bench/pipeline_speed.py).
 """
 from __future__ import annotations
 

@@ -28,9 +28,10 @@ class Pipeline(Staged):
     per rank (see schedules.CHUNKS). layers: linear layers of the MLP, a multiple of p·v
     (default the smallest one >= 2). times: (F, B, W) seconds of one micro-batch's forward,
     whole backward and weight-gradient half on every rank, its v chunks taking 1/v each (the
-    papers' unit-time figures; the input-gradient half I is B − W); default: each stage's share of the model's
-    FLOPs times the Cluster's compute_time (one micro-batch's forward + backward on one
-    worker), with F : B : W = 1 : 2 : 1 (the backward's two matrix products per layer).
+    papers' unit-time figures; the input-gradient half I is B − W); default: each stage's
+    share of the model's FLOPs times the Cluster's compute_time (one micro-batch's forward +
+    backward on one worker), with F : B : W = 1 : 2 : 1 (the backward's two matrix products
+    per layer).
     replicas: d data-parallel copies of the pipeline, 1 to 64, each running m micro-batches of
     its own (replica j's rank r is worker j·p + r); at the flush the d ranks holding a stage
     ring-all-reduce its gradient over the Cluster's links, so a step learns from d·m

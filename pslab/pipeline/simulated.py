@@ -2,7 +2,8 @@
 
 Every step is alike on the clock: the step starts when the last rank has applied its update
 (the flush: SGD needs the whole batch's gradient, and the ranks meet there to report the
-loss; with d data-parallel replicas, each stage's d copies first all-reduce its gradient), and the durations depend only on the stage and the kind of action. So one step is
+loss; with d data-parallel replicas, each stage's d copies first all-reduce its gradient),
+and the durations depend only on the stage and the kind of action. So one step is
 timed (pslab/pipeline/clock.py) and the run's timeline is that step repeated; with numerics,
 each step's arithmetic runs the actions in the order they were timed.
 """
