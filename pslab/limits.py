@@ -9,6 +9,7 @@ PSLAB_MEMORY_LIMIT (bytes, or with a suffix: 8G, 500M) to raise or lower it deli
 from __future__ import annotations
 
 import os
+from typing import Any
 
 SPAN_BYTES = 32  # a span in the columnar timeline: 3 doubles, plus the array's growth and the
 # events around it (tracemalloc: 26 per span for async, 100 workers x 40 steps)
@@ -52,16 +53,23 @@ def estimate(workers: int, steps: int, accumulate: int, shards: int, keys: int, 
     return total
 
 
-def check_fits(**sizes) -> None:
-    """Raise ValueError when the run would need more memory than the limit."""
+def check_fits(shown: dict[str, Any] | None = None, **sizes) -> None:
+    """Raise ValueError when the run would need more memory than the limit. shown: the
+    settings to name in the message, as the caller typed them, where `sizes` are derived
+    from them (a pipeline's); None names the sizes themselves."""
     need, limit = estimate(**sizes), memory_limit()
     if need > limit:
-        what = ", ".join(f"{k}={v}" for k, v in sizes.items() if k not in ("keys", "updates"))
+        if shown is None:
+            shown = {k: v for k, v in sizes.items() if k not in ("keys", "updates")}
+            smaller = "workers, steps, accumulate, shards or hidden"
+        else:
+            *most, last = [k for k, v in shown.items() if not isinstance(v, bool)]
+            smaller = f"{', '.join(most)} or {last}" if most else last
+        what = ", ".join(f"{k}={v}" for k, v in shown.items())
         raise ValueError(
             f"this run would need about {_human(need)} of memory ({what}), more than the "
-            f"limit of {_human(limit)} (half the memory free now): make workers, steps, "
-            f"accumulate, shards or hidden smaller, or set PSLAB_MEMORY_LIMIT to raise the "
-            f"limit deliberately")
+            f"limit of {_human(limit)} (half the memory free now): make {smaller} smaller, "
+            f"or set PSLAB_MEMORY_LIMIT to raise the limit deliberately")
 
 
 def _human(n: float) -> str:

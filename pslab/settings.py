@@ -179,9 +179,13 @@ class Settings:
         timing.check(self.workers, self.steps)
         h = self.hidden
         keys = sum(h * (64 if j == 0 else h) + h for j in range(pipe.layers - 1)) + 10 * h + 10
-        check_fits(workers=self.workers, steps=self.steps, accumulate=self.accumulate * 3,
-                   shards=1, keys=keys, batch=self.batch * self.accumulate,
-                   hidden=h * pipe.layers, numerics=self.numerics, updates=self.steps)
+        shown = dict(stages=pipe.stages, replicas=pipe.replicas, microbatches=pipe.microbatches,
+                     layers=pipe.layers, steps=self.steps, batch=self.batch, hidden=h,
+                     numerics=self.numerics)
+        check_fits(shown, workers=self.workers, steps=self.steps,
+                   accumulate=self.accumulate * 3, shards=1, keys=keys,
+                   batch=self.batch * self.accumulate, hidden=h * pipe.layers,
+                   numerics=self.numerics, updates=self.steps)
         if self.processes is not None:
             self._check_processes()
 

@@ -50,6 +50,18 @@ def test_a_run_beyond_the_machine_is_refused(monkeypatch):
         pslab.train(mode=pslab.Pipeline(stages=8, microbatches=64), steps=1000, hidden=512)
 
 
+def test_a_run_beyond_the_machine_is_named_by_what_was_typed(monkeypatch):
+    """The message gives the pipeline's own settings as typed (not the sizes derived from
+    them: hidden times layers, three spans a micro-batch) and says which to make smaller."""
+    monkeypatch.setenv("PSLAB_MEMORY_LIMIT", "1M")
+    with pytest.raises(ValueError) as refused:
+        pslab.train(mode=pslab.Pipeline(stages=4, microbatches=6), steps=7, batch=5, hidden=300)
+    text = str(refused.value)
+    assert "(stages=4, replicas=1, microbatches=6, layers=4, steps=7, batch=5, hidden=300, " \
+        "numerics=True)" in text
+    assert "make stages, replicas, microbatches, layers, steps, batch or hidden smaller" in text
+
+
 def test_speeds_make_a_slow_stage():
     """cluster.speeds: one per stage; a rank of speed 1/2 takes twice as long."""
     fast = pslab.train(mode=pslab.Pipeline(stages=2, microbatches=4, times=(1, 1, 0)),
