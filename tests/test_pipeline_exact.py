@@ -49,10 +49,11 @@ def test_the_two_bubbles_differ_as_the_issue_says():
 
 
 @pytest.mark.parametrize("v", [2, 3, 4])
-@pytest.mark.parametrize("p,k", [(2, 1), (4, 1), (4, 2), (8, 1), (8, 4), (3, 3), (5, 2)])
+@pytest.mark.parametrize("p,k", [(p, k) for p in range(1, 9) for k in range(1, 32 // p + 1)])
 def test_interleaving_divides_the_bubble_by_v(p, k, v):
     """Interleaved 1F1B with m a multiple of p: bubble (p-1)(F+B)/v, so (p-1)/(v·m) of the
-    ideal time (Narayanan et al. 2021, section 2.2). times are powers of two over v: exact."""
+    ideal time (Narayanan et al. 2021, section 2.2), on every p <= 8, m = k·p <= 32, v = 2-4.
+    times=(v, v, 0) a rank, so each of its v chunks takes F = B = 1: exact."""
     m = k * p
     r = run("interleaved-1f1b", p, m, v, times=(v, v, 0))  # a chunk: F = B = 1
     assert r.bubble_time == (p - 1) * 2 * v / v
