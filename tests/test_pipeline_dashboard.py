@@ -80,3 +80,19 @@ def test_replicas_draw_the_flush_all_reduce_and_say_its_cost():
     alone = PipelineDashboard(settle_delay=None, stages=2, microbatches=4, bandwidth=1e3).run
     assert run.step_time > alone.step_time  # the ring at the flush lengthens the step
     assert run.history[-1].loss != alone.history[-1].loss  # d·m micro-batches a step
+
+
+def test_the_numbers_label_both_bubbles_and_the_bars_are_each_ranks_peak():
+    """The status line gives the run's two bubbles, each named by its definition, and the
+    memory panel one bar per rank: its peak activation bytes (kB), its micro-batches held."""
+    d = PipelineDashboard(settle_delay=None, schedule="gpipe", stages=4, microbatches=8)
+    run = d.run
+    assert (f"{run.bubble_share:.1%} of the ranks' time (GPipe), {run.bubble_ratio:.1%} of "
+            f"the ideal time (Megatron)") in d.numbers.value.replace("&#x27;", "'")
+    d.set(schedule="1f1b")
+    run, panel = d.run, d.figures["memory"].panels[0]
+    assert run.activations == [4, 3, 2, 1]
+    bars = column(panel["rects"]["y1"])
+    assert list(bars) == [round(b / 1e3, 3) for b in run.activation_peak_bytes]
+    assert bars[0] > bars[1] > bars[2] > bars[3] > 0
+    assert list(column(panel["hover"]["cols"]["held"])) == [4, 3, 2, 1]
