@@ -608,7 +608,9 @@ def test_notebook_runs_and_dashboard_answers_the_keyboard(name, lab, browser, ca
     finally:
         try:  # a failed request or a dialog that did not fail this test is still worth a line
             events = network_events(driver.execute_script("return window.__pslabNet;"))
-            if events:
+            if events:  # with the browser's own words for them (net::ERR_...)
+                events += [f"console: {e['message'][:200]}" for e in driver.get_log("browser")
+                           if e["level"] == "SEVERE"][-10:]
                 with capsys.disabled():
                     print(f"\n{name}: the page's network events:\n  " + "\n  ".join(events))
             driver.execute_script("window.jupyterapp && window.jupyterapp.commands.execute("
