@@ -35,13 +35,13 @@ def one_worker(layers, hidden, m, batch, steps, lr, seed):
 
 
 def cases():
-    """Every schedule on seeded (p, m, v, layers per stage) it accepts."""
+    """Every schedule on seeded (p <= 8, m <= 32, v, layers per stage) it accepts."""
     rng = random.Random(4)
     out = []
     for schedule in SCHEDULES:
         found = 0
-        while found < 4:
-            p, m, v = rng.randint(1, 5), rng.randint(1, 10), rng.choice(CHUNKS[schedule])
+        while found < 5:
+            p, m, v = rng.randint(1, 8), rng.randint(1, 32), rng.choice(CHUNKS[schedule])
             if refusal(schedule, p, m, v) is None:
                 out.append((schedule, p, m, v, p * v * rng.randint(1, 2) if p * v > 1 else 2))
                 found += 1
