@@ -61,8 +61,9 @@ ENTRIES = [
     Entry("pslab.train", label="pslab.train[processes]",
           base=dict(backend="processes", workers=2, steps=2),
           allowed=dict(seed=(0,), lr=(1e300,), time_scale=(0.0,))),
+    # burst 0: no token-bucket credit (the default), as latency 0 is no latency
     Entry("pslab.Cluster", allowed=dict(jitter=(0.0,), latency=(0.0,), update_time=(0.0,),
-                                        bandwidth=(math.inf, 1e300))),
+                                        bandwidth=(math.inf, 1e300), burst=(0.0,))),
     # a policy's bound is checked against the run's workers and steps by train, not alone
     Entry("pslab.SSP", allowed=dict(s=(0, 10**30))),
     Entry("pslab.Backup", allowed=dict(b=(0, 10**30))),
