@@ -232,14 +232,14 @@ def remeasured(key: str, latency: float, link) -> float:
     from pslab.processes import network
 
     mode, workers, shards = key.split()
-    network.BURST = False
+    burst, network.BURST = network.BURST, False
     try:
-        case, bare, steps = network.calibration(mode, int(workers), link, int(shards), None,
-                                                0.01)
+        case, bare, steps, _ = network.calibration(mode, int(workers), link, int(shards), None,
+                                                   0.01)
         measured = network.step_time(network.simulate(case, replace(bare, latency=latency),
                                                       steps))
     finally:
-        network.BURST = True
+        network.BURST = burst  # as it was: False where a user switched the credit off
     return network.latency_for(case, bare, steps, measured)
 
 

@@ -132,25 +132,25 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     measures it at 10 ms, never at a case's own compute (that would predict a case of one
     minibatch a step and no straggler from a run of itself). It cannot go below 0 (a Cluster's latency
     cannot); the clock it is measured against gives the shaper's credit as `timing` does."""
-    case, bare, steps = calibration(mode, workers, link, shards, steps, compute)
-    per_step = step_time(simulate(case, bare, 4))
+    case, bare, steps, per_step = calibration(mode, workers, link, shards, steps, compute)
     runs = 3 if not case.collective and steps * per_step < CALIBRATION_SECONDS / 2 else 1
     measured = statistics.median(step_time(measure(case, link, steps)) for _ in range(runs))
     return latency_for(case, bare, steps, measured)
 
 
 def calibration(mode: str, workers: int, link: Link, shards: int, steps: int | None,
-                 compute: float) -> tuple[Case, Link, int]:
-    """`overhead`'s case, its link at latency 0 and its steps."""
+                 compute: float) -> tuple[Case, Link, int, float]:
+    """`overhead`'s case, its link at latency 0, its steps and the clock's step there."""
     one_of("mode", mode, MODES)
     case = Case("overhead", mode, workers, 1 if mode in COLLECTIVE else shards,
                 compute=compute, bandwidth=link.asked)
     bare = Link(0.0, link.bandwidth, link.asked, reduce_scatter=link.reduce_scatter)
+    per_step = step_time(simulate(case, bare, 4))
     if steps is None and case.collective:
         steps = 20
     elif steps is None:  # (a round of 6 workers at 1 Mbit/s takes ~1 s, at 50 Mbit/s ~15 ms)
-        steps = max(6, min(60, int(CALIBRATION_SECONDS / step_time(simulate(case, bare, 4)))))
-    return case, bare, steps
+        steps = max(6, min(60, int(CALIBRATION_SECONDS / per_step)))
+    return case, bare, steps, per_step
 
 
 def latency_for(case: Case, bare: Link, steps: int, measured: float) -> float:
