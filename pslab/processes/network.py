@@ -85,12 +85,14 @@ def timing(case: Case, link: Link) -> dict[str, Any]:
     (the server's arithmetic takes ~0.1 ms for real, and is left to the measurement). The
     latency is the one measured for the case's protocol beside the link (`overhead`: the
     collectives' per ring step, the parameter server's per message, by `overhead_key`) where
-    the link has it, else the link's own (the ping-pong's); ZeRO(3)'s reduce-scatter carries
+    the link has it (a collective with a straggler whose link has only the one measured
+    without: that one), else the link's own (the ping-pong's); ZeRO(3)'s reduce-scatter carries
     the bytes the link's ring latencies were measured with (gloo's). The parameter server's
     links give the shaper's credit after a pause (Cluster's burst: `Link.burst`, unless BURST
     is False); the ring's transfers take none."""
     measured = link.ring if case.collective else link.messages
-    latency = measured.get(overhead_key(case), link.latency)
+    latency = measured.get(overhead_key(case), measured.get(overhead_key(case, speeds=False),
+                                                            link.latency))
     scatter = dict(reduce_scatter=link.reduce_scatter) if case.mode == "zero3" else {}
     if BURST and not case.collective and LINKS.get("links", "duplex") == "duplex":
         scatter["burst"] = link.burst
@@ -99,51 +101,65 @@ def timing(case: Case, link: Link) -> dict[str, Any]:
                 latency=latency, bandwidth=link.bandwidth, update_time=0.0, **LINKS)
 
 
-def overhead_key(case: Case) -> str:
-    """Which measured latency of a Link a case takes: all-reduce and ZeRO(3) by mode and
-    workers ("allreduce 4", in Link.ring), the parameter server by mode, workers and shards
-    ("sync 4 2", in Link.messages)."""
-    return f"{case.mode} {case.workers}" + ("" if case.collective else f" {case.shards}")
+def overhead_key(case: Case, speeds: bool = True) -> str:
+    """Which measured latency of a Link a case takes: all-reduce and ZeRO(3) by mode, workers
+    and, with a straggler, its speeds ("allreduce 4", "allreduce 4 speeds 1:1:1:0.5", in
+    Link.ring; speeds=False: the key without them), the parameter server by mode, workers and
+    shards ("sync 4 2", in Link.messages)."""
+    if not case.collective:
+        return f"{case.mode} {case.workers} {case.shards}"
+    pattern = f" speeds {':'.join(f'{v:g}' for v in case.speeds)}" if speeds and case.speeds \
+        else ""
+    return f"{case.mode} {case.workers}{pattern}"
 
 
 CALIBRATION_SECONDS = 2.5  # about how long an overhead calibration measures (its steps)
 
 
 def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | None = None,
-             compute: float = 0.01) -> float:
+             compute: float = 0.01, speeds: tuple | None = None) -> float:
     """Seconds a message of `mode`'s protocol costs beside its bytes, measured beside the
     link: the protocol across `workers` hosts (and `shards` shard hosts), each shaped link
     like `link` (its `asked` rate), one minibatch of `compute` seconds a step, accumulate 1,
-    no straggler; its per-step time less the clock's at latency 0, over the clock's seconds
-    per second of latency (the messages, or ring steps, on a step's path). Steps: the
-    collectives 20 unless given; the parameter server as many as take CALIBRATION_SECONDS on
-    the clock, 6 to 60, unless given, and where 60 steps take less than half of that, the
-    median step of three runs (one run of 5 ms steps gave 0.3 to 1.1 ms a message at load
-    6-8: a whole run moves, not single steps). Root only; 2-10 s.
+    no straggler (a collective: `speeds`, below); its per-step time less the clock's at
+    latency 0, over the clock's seconds per second of latency (the messages, or ring steps,
+    on a step's path). Steps: the collectives 20 unless given; the parameter server as many
+    as take CALIBRATION_SECONDS on the clock, 6 to 60, unless given, and where 60 steps take
+    less than half of that, the median step of three runs (one run of 5 ms steps gave 0.3 to
+    1.1 ms a message at load 6-8: a whole run moves, not single steps). Root only; 2-10 s.
 
     All-reduce and ZeRO(3) (`ring_latency`): what a step of gloo's ring costs on top of its
     bytes: a send and a receive that wait for each other, processes woken on shared cores, the
-    framework's hooks and copies, a message crossing two shapers (both hosts' links).
+    framework's hooks and copies, a message crossing two shapers (both hosts' links), and the
+    ranks' CPU work between collectives: with no straggler all W queue for two cores at once
+    and the last one's wait is on the step's path; behind a straggler only its own is. So a
+    case with a straggler takes the latency measured with its `speeds` (`overhead_key`).
     Parameter server: what a push or an answer costs besides what the ping-pong measured:
     the shard's and the worker's own work per message (Python threads, the update and its
     report, gloo) on shared cores; it grows with the load, so it is measured just before the
     cases it serves, and with the time the processes slept between messages (measured at 43
     Mbit/s, load 6-7: 0.3-0.7 ms a message at 5 ms of compute, 0.8-1.2 ms at 10); the bench
     measures it at 10 ms, never at a case's own compute (that would predict a case of one
-    minibatch a step and no straggler from a run of itself). It cannot go below 0 (a Cluster's latency
-    cannot); the clock it is measured against gives the shaper's credit as `timing` does."""
-    case, bare, steps, per_step = calibration(mode, workers, link, shards, steps, compute)
+    minibatch a step and no straggler from a run of itself). It cannot go below 0 (a Cluster's
+    latency cannot); the clock it is measured against gives the shaper's credit as `timing`
+    does."""
+    case, bare, steps, per_step = calibration(mode, workers, link, shards, steps, compute,
+                                              speeds)
     runs = 3 if not case.collective and steps * per_step < CALIBRATION_SECONDS / 2 else 1
     measured = statistics.median(step_time(measure(case, link, steps)) for _ in range(runs))
     return latency_for(case, bare, steps, measured)
 
 
 def calibration(mode: str, workers: int, link: Link, shards: int, steps: int | None,
-                 compute: float) -> tuple[Case, Link, int, float]:
+                compute: float, speeds: tuple | None = None) -> tuple[Case, Link, int, float]:
     """`overhead`'s case, its link at latency 0, its steps and the clock's step there."""
     one_of("mode", mode, MODES)
+    if speeds is not None and mode not in COLLECTIVE:
+        raise ValueError(f"speeds: only the collectives ({', '.join(COLLECTIVE)}) are "
+                         f"calibrated with a straggler (got mode={mode!r})")
     case = Case("overhead", mode, workers, 1 if mode in COLLECTIVE else shards,
-                compute=compute, bandwidth=link.asked)
+                compute=compute, bandwidth=link.asked,
+                speeds=None if speeds is None else tuple(speeds))
     bare = Link(0.0, link.bandwidth, link.asked, reduce_scatter=link.reduce_scatter)
     per_step = step_time(simulate(case, bare, 4))
     if steps is None and case.collective:
@@ -163,12 +179,12 @@ def latency_for(case: Case, bare: Link, steps: int, measured: float) -> float:
 
 
 def ring_latency(mode: str, workers: int, link: Link, steps: int = 20,
-                 compute: float = 0.01) -> float:
+                 compute: float = 0.01, speeds: tuple | None = None) -> float:
     """Seconds a ring step of all-reduce's or ZeRO(3)'s collectives costs beside its bytes,
     measured beside the link: `overhead` of DDP ("allreduce") or FSDP2 ("zero3") across
-    `workers` hosts."""
+    `workers` hosts, with `speeds` (a straggler) where given."""
     one_of("mode", mode, COLLECTIVE)
-    return overhead(mode, workers, link, steps=steps, compute=compute)
+    return overhead(mode, workers, link, steps=steps, compute=compute, speeds=speeds)
 
 
 def measure(case: Case, link: Link, steps: int, bandwidth: float | None = None):
