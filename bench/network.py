@@ -116,7 +116,7 @@ def rows(quick: bool = False, seed: int | None = None) -> list[dict[str, Any]]:
     out.append({"section": "network", "name": "median |error| of the per-step time",
                 "median_error": summary["median_error"], "worst_error": summary["worst_error"],
                 "ranking_same": summary["ranking_same"], "ranking": summary["ranking"],
-                "flips": flips, "seed": seed, "cases": len(compared),
+                "flips": flips, "alike": summary["alike"], "seed": seed, "cases": len(compared),
                 "flips_within_spread": sum(bool(f.get("within_spread")) for f in flips),
                 "failed": [f["name"] for f in failed],
                 "by_mode": by_mode(compared),
@@ -275,7 +275,7 @@ def _replayed(r: dict[str, Any], links: dict, ring: dict[str, float]) -> dict[st
         case, number("measured_step", r["measured_step"], positive=True),
         network.step_time(sim), number("measured_makespan", r["measured_makespan"]),
         sim.makespan, number("measured_waiting", r["measured_waiting"], low=-1.0),
-        network.waiting(sim)), load=number("load", r.get("load", 0.0)),
+        network.waiting(sim), link=link, steps=steps), load=number("load", r.get("load", 0.0)),
         was=number("simulated_step", r["simulated_step"], positive=True))
 
 
@@ -353,6 +353,9 @@ def print_summary(s: dict[str, Any]) -> None:
              ": apart beyond the measured spread")
         print(f"  ranking differs in {f['group']}: {f['cases'][0]} vs {f['cases'][1]}, measured "
               f"gap {f['measured_gap']:.1%}, simulated gap {f['simulated_gap']:.1%}{again}")
+    for f in s.get("alike", []):
+        print(f"  not a flip: {f['cases'][0]} vs {f['cases'][1]} (measured gap "
+              f"{f['measured_gap']:.1%}), the clock times them alike given one calibration")
     if "flips_within_spread" in s:
         print(f"  pairs ordered differently: {len(s['flips'])} (strict, the goal's); of them "
               f"within the measured spread of a repeated run: {s['flips_within_spread']}")
