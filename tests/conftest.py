@@ -5,6 +5,7 @@ import tempfile
 import threading
 
 import pytest
+from processwatch import pytest_addoption, pytest_configure  # noqa: F401 (the `processes` marker)
 
 
 @pytest.fixture

@@ -184,6 +184,7 @@ print(sorted(os.listdir(d)))
 """
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                     reason="a full disk is a tiny tmpfs in a private mount namespace: needs root "
                            "and unshare")

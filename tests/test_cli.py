@@ -7,6 +7,7 @@ import sys
 from pslab.cli import demo, time_to, verdict
 
 
+@pytest.mark.processes
 def test_help_describes_every_subcommand():
     out = subprocess.run([sys.executable, "-m", "pslab", "--help"], capture_output=True,
                          text=True, check=True).stdout
@@ -32,6 +33,7 @@ def test_demo_summary_is_true_of_its_runs(capsys):
     assert "more updates per second" not in printed or rate > 1
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("out, words", [("/etc/hostname", "a file is there, not a folder"),
                                         ("/proc/no/such", "cannot make the folder")])
 def test_figures_out_that_cannot_be_written_is_a_usage_error(out, words):

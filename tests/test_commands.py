@@ -70,6 +70,7 @@ def test_the_commands_are_found():
     assert "--docs" in FLAGS["pslab", "figures"] and "--replay" in FLAGS["bench.network", ""]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_each_python_m_command_named_runs(module):
     done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT,
@@ -83,6 +84,7 @@ def _help(*command: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("module,word", sorted(FLAGS))
 def test_each_option_named_is_the_commands(module, word):
     """Every `--option` written after a command is one its --help lists (of the subcommand
@@ -94,6 +96,7 @@ def test_each_option_named_is_the_commands(module, word):
     assert not missing, f"`python -m {module} {word}` takes no {missing} (--help:\n{shown})"
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_each_make_target_named_exists(target):
     done = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True,
@@ -101,6 +104,7 @@ def test_each_make_target_named_exists(target):
     assert done.returncode == 0, f"`make {target}` (named in {TARGETS[target]}): {done.stderr}"
 
 
+@pytest.mark.processes
 def test_the_style_file_is_what_its_header_command_writes():
     done = subprocess.run([sys.executable, "-m", "pslab.drawing.tex", "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

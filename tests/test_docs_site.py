@@ -47,6 +47,7 @@ def site(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.processes
 def test_the_site_has_its_parts(site):
     pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
     for part in ("index.html", "install.html", "teachers_guide.html", "internals.html",
@@ -71,6 +72,7 @@ def _local(url: str, site: Path) -> tuple[Path, str] | None:
     return Path(unquote(parts.path)), unquote(parts.fragment)
 
 
+@pytest.mark.processes
 def test_every_page_loads_with_its_pictures_and_links(site):
     gone = missing()
     if gone:

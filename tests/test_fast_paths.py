@@ -63,6 +63,7 @@ def test_digits_read_from_the_file_are_load_digits_bit_for_bit(monkeypatch):
     assert np.array_equal(data._digits_table(), direct)
 
 
+@pytest.mark.processes
 def test_loading_the_digits_imports_no_sklearn():
     import subprocess
     import sys

@@ -27,6 +27,7 @@ def alive(procs) -> list[int]:
     return [p.pid for p in procs if p.poll() is None]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("launcher", ["torchrun", "fork"])
 def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher):
     scratch = ("torchelastic_*", "pslab-hosts-*")
@@ -50,6 +51,7 @@ def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher)
     assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("launcher", ["torchrun", "fork"])
 def test_a_killed_worker_host_leaves_nothing_behind(tmp_path, launcher):
     with Hosts(3, bandwidth=50e6) as hosts:
@@ -68,6 +70,7 @@ def test_a_killed_worker_host_leaves_nothing_behind(tmp_path, launcher):
     assert leftovers(own_prefix()) == [] and not alive(procs)
 
 
+@pytest.mark.processes
 def test_forked_ranks_write_a_relative_run_folder_where_the_caller_is(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the forkserver's working folder is where it was started
     with Hosts(3, bandwidth=50e6) as hosts:
@@ -77,6 +80,7 @@ def test_forked_ranks_write_a_relative_run_folder_where_the_caller_is(tmp_path, 
     assert leftovers(own_prefix()) == []
 
 
+@pytest.mark.processes
 def test_a_forked_ranks_log_is_never_written_through_a_planted_link(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("untouched\n")
@@ -91,6 +95,7 @@ def test_a_forked_ranks_log_is_never_written_through_a_planted_link(tmp_path):
     assert leftovers(own_prefix()) == []
 
 
+@pytest.mark.processes
 def test_a_process_that_enters_a_host_sees_only_that_hosts_network():
     code = ("import socket, sys\nfrom pslab.processes.hosts_fork import enter\n"
             "enter(sys.argv[1])\nprint(sorted(n for _, n in socket.if_nameindex()))\n"
@@ -111,12 +116,14 @@ def test_entering_a_host_that_does_not_exist_names_it():
         enter("pslab-no-such-host")
 
 
+@pytest.mark.processes
 def test_a_forked_rank_that_is_stopped_at_once_leaves_nothing_behind(tmp_path):
     with Hosts(3, bandwidth=50e6) as hosts:  # closed while the ranks may still be starting
         procs = torchrun_across(hosts, tmp_path, shards=1, steps=400, launcher="fork")
     assert leftovers(own_prefix()) == [] and not alive(procs)
 
 
+@pytest.mark.processes
 def test_a_shaped_link_carries_what_was_asked(tmp_path):
     size, asked = 1_000_000, 8e6
     server = ("import socket,time\ns=socket.socket();s.bind(('{a}',5601));s.listen(1)\n"
@@ -143,6 +150,7 @@ def test_bad_sizes_are_refused_at_once():
         Hosts(3, bandwidth=0)
 
 
+@pytest.mark.processes
 def test_one_call_runs_across_hosts_and_cleans_up():
     from pslab.processes.hosts import run_across
 
@@ -155,6 +163,7 @@ def test_one_call_runs_across_hosts_and_cleans_up():
     assert set(Path(tempfile.gettempdir()).glob("pslab-hosts-*")) == before  # its folder went
 
 
+@pytest.mark.processes
 def test_two_sets_of_hosts_at_once_in_one_process_each_work():
     with Hosts(2, bandwidth=50e6) as a, Hosts(3, bandwidth=50e6) as b:
         assert a.tag != b.tag
@@ -188,6 +197,7 @@ with Hosts(3, bandwidth=50e6) as hosts:
 """
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("handler", ["default", "chained"])
 def test_sigterm_inside_hosts_removes_everything_then_ends_as_asked(handler):
     """SIGTERM at seeded random moments: while the hosts are being made, or inside the block
@@ -215,6 +225,7 @@ def test_sigterm_inside_hosts_removes_everything_then_ends_as_asked(handler):
             assert not Path(f"/proc/{words[1]}").exists()  # the host's process is gone too
 
 
+@pytest.mark.processes
 def test_the_sigterm_handler_before_is_back_and_one_that_returns_lets_the_block_go_on():
     seen = []
     before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
@@ -261,6 +272,7 @@ def killed_mid_setup(commands: int) -> tuple[int, list[str]]:
 
 # 18 commands make Hosts(2) with shaped links: the first (a bridge alone, left DOWN, as found on
 # this machine), then seeded random ones
+@pytest.mark.processes
 @pytest.mark.parametrize("commands", [1] + random.Random(31).sample(range(2, 19), 3))
 def test_hosts_killed_mid_setup_are_swept_when_hosts_next_start(commands):
     """A process killed outright while its Hosts are being made cannot clean up: the bridge and
@@ -284,6 +296,7 @@ with Hosts(2, bandwidth=50e6) as hosts:
 """
 
 
+@pytest.mark.processes
 def test_the_sweep_leaves_a_live_processs_hosts_and_names_pslab_does_not_make():
     pid, left = killed_mid_setup(1)
     mine = f"{own_prefix(pid)}00q"  # a dead pid, but not a name Hosts makes: not ours

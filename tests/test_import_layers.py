@@ -20,6 +20,7 @@ def lint(where: Path) -> subprocess.CompletedProcess:
                           timeout=300, env={"PYTHONPATH": str(where), "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.processes
 @needs_linter
 def test_the_layers_contract_is_kept():
     out = lint(ROOT)
@@ -27,6 +28,7 @@ def test_the_layers_contract_is_kept():
     assert "2 kept, 0 broken" in out.stdout
 
 
+@pytest.mark.processes
 @needs_linter
 @pytest.mark.parametrize("module, planted, message", [
     ("timeline", "from .training import train",  # a back-import, inside a function

@@ -38,6 +38,7 @@ def test_a_name_that_never_was_a_module_is_an_error():
 HEAVY = ("torch", "numpy", "matplotlib", "ipywidgets", "anywidget", "IPython", "tqdm")
 
 
+@pytest.mark.processes
 def test_import_pslab_nas_is_as_light_as_import_pslab():
     """`import pslab.nas` adds its own package module and nothing else: no torch (1.1 s and
     ~1,100 modules), numpy or plotting library until a name is asked for."""

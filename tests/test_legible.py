@@ -270,6 +270,7 @@ def test_notebook_05_explore_widgets_read_at_10_px(draw, namespace):
     _check(draw())
 
 
+@pytest.mark.processes
 def test_seed_figures_read_at_10_px_in_a_markdown_cell(tmp_path):
     """The seeds at the top of notebooks 01-04 (notebooks/img). Notebook 00's map.png is their
     thumbnails, two to a row: an index, not a figure to read; each is shown full size in its

@@ -222,6 +222,7 @@ def _no_hosts() -> str | None:
     return unavailable()
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(_no_hosts() is not None, reason=str(_no_hosts()))
 def test_a_round_of_answers_longer_than_200_ms_of_the_rate_is_queued_not_dropped():
     """Backup(1), 6 workers (one at half speed), 1 shard, accumulate 3, 1.66 Mbit/s (grid seed
@@ -268,6 +269,7 @@ def _answer_order_kept(run, shard: int, pusher_first: bool, steps: int) -> int:
     return checked
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("transfers", ["wire", "model"])
 def test_ssp_shards_answer_the_pusher_and_the_workers_it_released_in_the_clock_s_order(
         transfers):

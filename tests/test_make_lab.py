@@ -43,6 +43,7 @@ def _users() -> list[str]:
     return ["root", "nobody"] if other else ["root"]
 
 
+@pytest.mark.processes
 def test_make_lab_allows_root_only_for_root():
     """JupyterLab refuses root without --allow-root, and an ordinary user must not get it."""
     def dry(*prefix: str) -> str:
@@ -117,6 +118,7 @@ def test_make_lab_serves_the_repository_root_on_the_start_notebook(user):
         _get(f"http://127.0.0.1:{port}/api/status")
 
 
+@pytest.mark.processes
 def test_make_present_trusts_the_presenter_notebook_before_serving_it(tmp_path):
     """`make present` signs notebooks/present.ipynb first, as `make lab` does its notebooks, so
     Voila shows no "not trusted" warning: its recipe's trust line, run here with a fresh

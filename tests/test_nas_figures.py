@@ -84,6 +84,7 @@ def test_the_timeline_has_a_row_per_shard_replica_and_child(result):
     assert isinstance(pslab.plot.plot_tiers(result), Figure)
 
 
+@pytest.mark.processes
 def test_tikz_draws_every_block_and_compiles(result, tmp_path):
     doc = pslab.tikz(result, tmp_path / "nas.tex")
     assert doc.count("[ps compute]") == 3 * 2 * 4 + 1  # + the legend's swatch

@@ -12,6 +12,7 @@ from pslab.processes.hosts import Hosts, leftovers, own_prefix, unavailable
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("schedule", ["1f1b", "zb-h1"])
 def test_a_pipeline_across_hosts_ends_with_the_simulations_weights(schedule, private_tmp,
                                                                    nothing_left):

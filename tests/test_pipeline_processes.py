@@ -16,6 +16,7 @@ if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is needed", allow_module_level=True)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("schedule,p,m,v", [
     ("gpipe", 2, 4, 1), ("1f1b", 3, 6, 1), ("interleaved-1f1b", 2, 4, 2),
     ("looped-bfs", 2, 3, 2), ("zb-h1", 2, 4, 1), ("zbv", 2, 4, 2)])
@@ -58,6 +59,7 @@ def _lists(schedule, p, m, v):
     return orders(schedule, p, m, v)
 
 
+@pytest.mark.processes
 def test_the_measured_order_is_the_schedules(private_tmp, nothing_left):
     """Each rank's measured actions, in time order, are its list (1F1B's last rank included:
     PyTorch's runtime runs F0, B0, F1, ...)."""
@@ -73,6 +75,7 @@ def test_the_measured_order_is_the_schedules(private_tmp, nothing_left):
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 def test_a_killed_stage_is_named_and_nothing_is_left(private_tmp, nothing_left):
     t0 = time.monotonic()
     mode = pslab.Pipeline(stages=3, microbatches=3, schedule="1f1b")
@@ -91,6 +94,7 @@ def test_a_killed_stage_is_named_and_nothing_is_left(private_tmp, nothing_left):
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 def test_a_silent_stage_is_named_after_the_timeout(private_tmp, nothing_left):
     mode = pslab.Pipeline(stages=2, microbatches=2, schedule="gpipe")
     with pytest.raises(ProcessFailure, match=r"stopped answering after 1 step"):

@@ -32,6 +32,7 @@ if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is needed", allow_module_level=True)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("schedule,p,m,v,d", [
     ("1f1b", 2, 3, 1, 2), ("interleaved-1f1b", 2, 4, 2, 2), ("gpipe", 2, 2, 1, 3)])
 def test_replicas_on_processes_end_with_the_clocks_weights(schedule, p, m, v, d, private_tmp,
@@ -61,6 +62,7 @@ def test_replicas_on_processes_end_with_the_clocks_weights(schedule, p, m, v, d,
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 def test_a_killed_replica_rank_is_named_by_its_worker(private_tmp, nothing_left):
     mode = pslab.Pipeline(stages=2, microbatches=2, schedule="1f1b", replicas=2)
     with pytest.raises(ProcessFailure) as failure:
@@ -93,6 +95,7 @@ pslab.train(mode=mode, backend="processes", steps=100000, batch=8, hidden=16, ti
 """
 
 
+@pytest.mark.processes
 def test_sigterm_ends_the_caller_and_leaves_nothing(tmp_path):
     """SIGTERM at seeded moments (while the run's processes start, and mid-run; the
     forkserver warm from a first run): the caller ends by the signal, and no process of its

@@ -77,6 +77,7 @@ def test_a_rank_report_file_round_trips_as_json_lines(tmp_path):
         read_rank(path, job(), 0, "r")
 
 
+@pytest.mark.processes
 def test_a_process_checkpoint_that_cannot_be_written_stops_the_run_at_once(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()

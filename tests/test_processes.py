@@ -92,6 +92,7 @@ def gone(run):
     return all(not alive(p) for p in run.pids)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode, kwargs", [
     ("sync", dict()), ("sync", dict(accumulate=2, workers=2)),
     ("sync", dict(shards=3, cluster=pslab.Cluster(speeds=[0.5, 1, 1]))),
@@ -108,6 +109,7 @@ def test_barrier_modes_on_processes_end_with_the_simulated_weights(mode, kwargs)
     assert run.start_loss == sim.start_loss
 
 
+@pytest.mark.processes
 def test_train_takes_transfers_wire_and_keeps_the_simulated_weights():
     """transfers="wire" (a transfer takes what the network takes) is a train() setting too:
     only the timing changes, the arithmetic is sync's, bit for bit."""
@@ -118,6 +120,7 @@ def test_train_takes_transfers_wire_and_keeps_the_simulated_weights():
     assert {s.kind for s in run.timeline} >= {"fetch", "compute", "push", "update"}
 
 
+@pytest.mark.processes
 def test_measured_timeline_has_every_kind_and_real_compute_times():
     cluster = pslab.Cluster(speeds=[1, 1, 0.25])  # worker 2 computes 4x longer: 40 ms a step
     run = processes(mode="sync", cluster=cluster, time_scale=0.01)
@@ -139,6 +142,7 @@ def test_measured_timeline_has_every_kind_and_real_compute_times():
     check_trace(chrome_trace(run), run)  # a measured run opens in Perfetto like a simulated one
 
 
+@pytest.mark.processes
 def test_async_races_and_records_staleness_per_push():
     run = processes(mode="async", workers=3, steps=8)
     assert run.updates == 24 and len(run.staleness) == 24
@@ -148,6 +152,7 @@ def test_async_races_and_records_staleness_per_push():
         (w, t) for w in range(3) for t in range(8)]
 
 
+@pytest.mark.processes
 def test_backup_workers_carry_the_rounds_past_a_killed_worker():
     # Backup(1): each round takes the first 2 of 3 pushes, so losing one worker is survivable
     run = processes(mode=pslab.Backup(1), kill={2: 2})
@@ -159,12 +164,14 @@ def test_backup_workers_carry_the_rounds_past_a_killed_worker():
     assert len(dropped) + used == sum(1 for s in run.timeline if s.kind == "push")
 
 
+@pytest.mark.processes
 def test_softsync_averages_every_c_pushes_as_they_come():
     run = processes(mode=pslab.SoftSync(3), steps=4)
     assert run.updates == 4 and len(run.push_staleness) == 12
     assert all(r.worker is None for r in run.history)
 
 
+@pytest.mark.processes
 def test_ssp_no_worker_runs_more_than_s_steps_ahead():
     s = 1
     run = processes(mode=pslab.SSP(s), cluster=pslab.Cluster(speeds=[1, 1, 0.25]), steps=6)
@@ -179,6 +186,7 @@ def test_ssp_no_worker_runs_more_than_s_steps_ahead():
     assert run.updates == 18
 
 
+@pytest.mark.processes
 def test_async_goes_on_without_a_killed_worker():
     run = processes(mode="async", kill={1: 2}, steps=6)
     assert gone(run) and not run.complete
@@ -188,6 +196,7 @@ def test_async_goes_on_without_a_killed_worker():
     assert sum(r.worker != 1 for r in run.history) == 12  # the others finished every step
 
 
+@pytest.mark.processes
 def test_sync_with_a_killed_worker_stops_with_a_clear_error():
     with pytest.raises(ProcessFailure, match=r"worker 1 .*SIGKILL after 2 steps. Sync waits"
                        ) as err:
@@ -196,6 +205,7 @@ def test_sync_with_a_killed_worker_stops_with_a_clear_error():
     assert not partial.complete and partial.updates == 2 and gone(partial)
 
 
+@pytest.mark.processes
 def test_a_worker_slow_to_start_is_not_taken_for_a_silent_one(monkeypatch):
     """Start-up has its own allowance: a worker 6 s late (past timeout=3 and gloo's 5 s) is
     waited for, and what stops the run is the fault asked for, with every update before it."""
@@ -211,6 +221,7 @@ def test_a_worker_slow_to_start_is_not_taken_for_a_silent_one(monkeypatch):
     assert err.value.run.updates == 2 and gone(err.value.run)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("where, mode", [("stopped", "async"), ("stopped", "sync"),
                                          ("stopped_joining", "async")])
 def test_a_worker_stuck_before_ready_is_named_within_the_runs_timeout(monkeypatch, where, mode):
@@ -233,6 +244,7 @@ def test_a_worker_stuck_before_ready_is_named_within_the_runs_timeout(monkeypatc
     assert err.value.run.updates == 0 and gone(err.value.run)
 
 
+@pytest.mark.processes
 def test_a_worker_killed_before_ready_stops_even_async_at_once(monkeypatch):
     import hung_start
 
@@ -248,6 +260,7 @@ def test_a_worker_killed_before_ready_stops_even_async_at_once(monkeypatch):
     assert err.value.run.updates == 0 and gone(err.value.run)
 
 
+@pytest.mark.processes
 def test_sync_with_a_hung_worker_stops_within_its_timeout():
     start = time.perf_counter()
     with pytest.raises(ProcessFailure, match=r"no push of step 2 came from worker 1"):
@@ -255,6 +268,7 @@ def test_sync_with_a_hung_worker_stops_within_its_timeout():
     print(f"hung worker noticed after {time.perf_counter() - start:.1f} s")
 
 
+@pytest.mark.processes
 def test_async_with_a_hung_worker_finishes_without_it():
     run = processes(mode="async", hang={2: 1}, timeout=1, steps=4)
     assert "worker 2" in run.failures[0] and "stopped answering" in \
@@ -262,6 +276,7 @@ def test_async_with_a_hung_worker_finishes_without_it():
     assert sum(r.worker == 2 for r in run.history) == 1 and run.updates == 9
 
 
+@pytest.mark.processes
 def test_interrupt_returns_the_partial_run_and_stops_every_process(ctrl_c_works, monkeypatch):
     """The stop button once 3 updates have reached every shard (after updates, not after
     seconds: a cold start on a loaded machine may take longer than any fixed wait)."""
@@ -285,6 +300,7 @@ def test_interrupt_returns_the_partial_run_and_stops_every_process(ctrl_c_works,
     assert not run.complete and 3 <= run.updates < 3000 and gone(run)
 
 
+@pytest.mark.processes
 def test_children_die_with_their_launcher(tmp_path):
     # The kernel killed outright (SIGKILL, as an out-of-memory kill or a restart does): the
     # forkserver's children are not its children, so only their watchdog can stop them.
@@ -319,6 +335,7 @@ def test_children_die_with_their_launcher(tmp_path):
         launcher.wait(10)
 
 
+@pytest.mark.processes
 def test_a_torchrun_launch_on_loopback_gives_the_same_run(torchrun):
     """The session's torchrun launch (tests/test_untrusted_run_folders.py reads it too)."""
     run = pslab.processes.load_run(torchrun(5, "--shards", "2", "--workers", "3", "--steps", "3",
@@ -328,6 +345,7 @@ def test_a_torchrun_launch_on_loopback_gives_the_same_run(torchrun):
     assert all(torch.equal(run.weights[n], sim.weights[n]) for n in sim.weights)
 
 
+@pytest.mark.processes
 def test_the_server_checkpoints_its_rounds_and_a_new_set_of_processes_resumes(tmp_path):
     path = tmp_path / "server.ckpt"
     with pytest.raises(ProcessFailure):

@@ -69,6 +69,7 @@ def _address(hexed: str) -> str:
     return str(ipaddress.IPv6Address(words))
 
 
+@pytest.mark.processes
 def test_a_process_run_listens_on_loopback_only():
     seen, stop = set(), threading.Event()
 
@@ -108,6 +109,7 @@ print("DONE", run.complete, run.updates)
 """
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
 def test_a_script_without_the_main_guard_works(tmp_path, method):
     import subprocess
@@ -131,6 +133,7 @@ except KeyboardInterrupt:
 """
 
 
+@pytest.mark.processes
 def test_ctrl_c_during_a_cold_start_leaves_no_process_behind(tmp_path):
     import signal
     import subprocess
@@ -162,6 +165,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.processes
 def test_async_finishes_without_a_sigstopped_worker_every_time(monkeypatch):
     """docs/processes.md: a worker that stops answering (here SIGSTOP, as a hung machine)
     does not stop async: the others finish, the launcher ends the silent one and says so.
@@ -239,6 +243,7 @@ def test_torchrun_entry_usage_errors_are_one_line_and_exit_2(tmp_path, env, args
     assert list(tmp_path.iterdir()) == []  # nothing written before the mistake was seen
 
 
+@pytest.mark.processes
 def test_the_torchrun_entry_command_says_a_usage_error_in_one_line_and_exits_2(tmp_path):
     import subprocess
     import sys
@@ -253,6 +258,7 @@ def test_the_torchrun_entry_command_says_a_usage_error_in_one_line_and_exits_2(t
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.processes
 def test_notebook_06_run_twice_at_once_never_collides(tmp_path):
     """Two students (or one twice) running notebook 06 at the same time: each writes its
     checkpoint and trace into a folder of its own, so both resume their own run; and each

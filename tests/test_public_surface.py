@@ -213,6 +213,7 @@ CLI_CASES = [("bogus",), (), ("demo", "--bogus"), ("figures", "--out"),
              ("figures", "--out", "/proc/no/such"), ("--bogus",)]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("argv", CLI_CASES, ids=" ".join)
 def test_the_cli_refuses_bad_arguments_in_one_line_without_torch(argv, tmp_path):
     done = _cli(*argv)
@@ -223,6 +224,7 @@ def test_the_cli_refuses_bad_arguments_in_one_line_without_torch(argv, tmp_path)
     assert done.stdout.split() == ["False", "False"], "torch or matplotlib was imported"
 
 
+@pytest.mark.processes
 def test_import_pslab_loads_no_torch_and_every_public_name_resolves():
     code = ("import sys, pslab\nheavy = [m for m in ('torch', 'numpy', 'matplotlib', "
             "'ipywidgets', 'sklearn') if m in sys.modules]\nprint(heavy)\n"

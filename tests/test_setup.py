@@ -40,6 +40,7 @@ def test_readme_commands_are_the_makefile_targets():
     assert make.index("tools/install_torch.py\n") < make.index('pip install -q -e ".[test]"')
 
 
+@pytest.mark.processes
 def test_import_is_light_and_every_public_name_resolves():
     # A script that only trains must not pay for matplotlib or ipywidgets (they load on first use).
     import subprocess
@@ -59,6 +60,7 @@ def test_import_is_light_and_every_public_name_resolves():
             assert callable(value) and value.__name__ == name, name
 
 
+@pytest.mark.processes
 def test_license_is_an_spdx_string_and_builds_without_a_deprecation_warning(tmp_path):
     import subprocess
     import sys
@@ -95,6 +97,7 @@ def test_torch_installer_tells_a_cuda_build_from_a_cpu_build():
     assert not t.pulls_cuda(_report(("torch", "2.13.0"), ("filelock", "3.0")))  # macOS wheel
 
 
+@pytest.mark.processes
 def test_torch_installer_on_a_machine_without_a_gpu(monkeypatch):
     """Here (no GPU): the local CPU wheel as it is; with pip's local wheels and indexes hidden,
     as on a laptop, PyPI's torch would pull CUDA, so the CPU index is used instead."""

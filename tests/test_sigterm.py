@@ -118,6 +118,7 @@ say("after", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
 }
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_sigterm_inside_the_block(case):
     code, said, status = CASES[case]

@@ -47,6 +47,7 @@ print("a run started from it:", run.complete and run.updates == 2)
 """
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("args, held", [
     ("fsdp=False", "['pslab.processes.shard', 'torch', 'torch.distributed']"),
     ("", "['pslab.processes.shard', 'torch', 'torch._dynamo', 'torch.distributed', "
@@ -78,6 +79,7 @@ print(run.complete, os.getpgrp(), *helpers)
 """
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("method, helpers", [("forkserver", 2), ("spawn", 1)])
 def test_a_kernel_that_ran_processes_shuts_down_cleanly_and_leaves_nothing(tmp_path, method,
                                                                            helpers):
@@ -125,6 +127,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # as nbval or a kernel restart ends a kern
 """
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
 def test_a_caller_killed_without_its_atexit_hooks_leaves_no_temporary_folder(method, tmp_path):
     """multiprocessing's pymp-* folder (the forkserver's socket) is removed by the forkserver
@@ -161,6 +164,7 @@ time.sleep(120)
 """}
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("caller", ["train", "warm"])
 def test_a_caller_stopped_by_sigterm_while_its_forkserver_starts_leaves_nothing(tmp_path,
                                                                                  caller):

@@ -22,6 +22,7 @@ def watched(procs: dict, arrived: set, seconds: float, rounds: int) -> list[dict
     return seen
 
 
+@pytest.mark.processes
 def test_a_sleeping_or_stopped_process_is_stuck_a_busy_one_or_one_that_arrived_is_not():
     procs = {0: subprocess.Popen(["sleep", "30"]),
              1: subprocess.Popen([sys.executable, "-c", BUSY]),
@@ -39,6 +40,7 @@ def test_a_sleeping_or_stopped_process_is_stuck_a_busy_one_or_one_that_arrived_i
             p.wait()
 
 
+@pytest.mark.processes
 def test_an_ended_process_is_left_to_the_launcher():
     p = subprocess.Popen(["true"])
     p.wait()

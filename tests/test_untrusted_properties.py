@@ -150,6 +150,7 @@ def folder(torchrun):
     return out, files, where
 
 
+@pytest.mark.processes
 @FAST
 @given(data=st.data())
 def test_a_run_folder_mutated_field_by_field(folder, tmp_path, data):
@@ -188,6 +189,7 @@ def process_checkpoint(tmp_path_factory):
     return meta, tensors, sorted(set(paths(meta)))
 
 
+@pytest.mark.processes
 @FAST
 @given(data=st.data())
 def test_a_process_checkpoint_mutated_field_by_field(process_checkpoint, tmp_path, monkeypatch,

@@ -66,6 +66,7 @@ def edit(out, rank, kind, change):
     write_lines(path, rows)
 
 
+@pytest.mark.processes
 def test_the_folder_loads_as_the_run(made):
     run = load_run(made)
     assert run.complete and run.updates == 3
@@ -151,6 +152,7 @@ def launch_names(out):
             if m[0] == "ready"]
 
 
+@pytest.mark.processes
 def test_two_launches_of_one_command_are_told_apart(made, torchrun, tmp_path):
     """Two launches of one command: each named by its rank 0 once the group formed, the
     same name on all its ranks; a folder gathering ranks of both is refused, even where the
@@ -227,6 +229,7 @@ def test_a_flag_out_of_range_is_named(tmp_path, monkeypatch, capsys, flag, value
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.processes
 def test_a_flag_out_of_range_from_the_command_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pslab.processes", "--workers", "0", "--out",
                            str(tmp_path)], capture_output=True, text=True, timeout=120)

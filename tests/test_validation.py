@@ -143,6 +143,7 @@ def test_the_largest_allowed_cluster_still_gives_finite_numbers():
     assert math.isfinite(run.makespan) and math.isfinite(run.idle_fraction)
 
 
+@pytest.mark.processes
 def test_refusing_bad_arguments_loads_no_data():
     """The size of the digits is known without loading them, and it is right."""
     import sys

@@ -36,6 +36,7 @@ def sh(*cmd, cwd=ROOT, env=None, timeout=900):
     return out.stdout
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(os.environ.get("PSLAB_SKIP_WHEEL") == "1", reason="PSLAB_SKIP_WHEEL=1")
 def test_the_wheel_installs_by_name_and_runs_the_quick_start(tmp_path):
     pytest.importorskip("build")

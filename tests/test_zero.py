@@ -172,6 +172,7 @@ def test_zero_timelines_draw_in_every_drawing(tmp_path):
     assert {"reduce-scatter", "all-gather"} <= names
 
 
+@pytest.mark.processes
 def test_a_zero_timeline_compiles_in_tikz(tmp_path):
     from pslab.drawing.tex import compile_tex, tex_available
     if not tex_available(svg=False):

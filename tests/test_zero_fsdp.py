@@ -19,6 +19,7 @@ def train_fsdp(**kwargs) -> pslab.Run:
                                                                    **kwargs})
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("workers, accumulate, exact", [(2, 1, True), (3, 2, False)])
 def test_fsdp2_processes_give_the_simulated_zero3_weights(workers, accumulate, exact,
                                                           tmp_path, monkeypatch):

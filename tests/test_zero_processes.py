@@ -24,6 +24,7 @@ if not dist.is_available() or not dist.is_gloo_available():
 ZERO3, RING = {"compute", "all-gather", "reduce-scatter"}, {"compute", "push"}
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode, workers, accumulate, kinds", [
     (pslab.ZeRO(3), 2, 1, ZERO3), (pslab.ZeRO(3), 3, 2, ZERO3),
     ("allreduce", 2, 1, RING), ("allreduce", 3, 2, RING),
@@ -77,6 +78,7 @@ def test_settings_that_do_not_apply_are_refused_before_any_process(mode, kwargs,
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 def test_a_killed_fsdp_process_is_named_and_nothing_is_left(private_tmp, nothing_left):
     t0 = time.monotonic()
     with pytest.raises(ProcessFailure) as failure:
@@ -96,6 +98,7 @@ def test_a_killed_fsdp_process_is_named_and_nothing_is_left(private_tmp, nothing
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
 def test_an_update_kept_while_another_process_dies_is_in_the_partial_run(
         mode, private_tmp, monkeypatch, nothing_left):
@@ -115,6 +118,7 @@ def test_an_update_kept_while_another_process_dies_is_in_the_partial_run(
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
 def test_a_hung_teardown_after_the_last_step_keeps_the_run(
         mode, private_tmp, monkeypatch, nothing_left):
@@ -132,6 +136,7 @@ def test_a_hung_teardown_after_the_last_step_keeps_the_run(
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 def test_a_process_killed_from_outside_mid_run_is_named(private_tmp, nothing_left):
     """Someone kills worker 1 (SIGKILL) while the run goes on: the error names its pid."""
     killed = []
@@ -158,6 +163,7 @@ def test_a_process_killed_from_outside_mid_run_is_named(private_tmp, nothing_lef
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 def test_a_silent_process_is_named_after_the_timeout(private_tmp, nothing_left):
     with pytest.raises(ProcessFailure, match=r"worker 0 \(pid \d+\) stopped answering after "
                                              r"1 step \(nothing from any worker for 2 s\)"):
@@ -173,6 +179,7 @@ STUCK = {
                r"it joined the group: .*py-spy dump --pid \1")}
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", [pslab.ZeRO(3), "allreduce"])
 @pytest.mark.parametrize("how", sorted(STUCK))
 def test_a_process_stuck_while_starting_is_named_within_the_timeout(
@@ -195,6 +202,7 @@ def test_a_process_stuck_while_starting_is_named_within_the_timeout(
     nothing_left(private_tmp)
 
 
+@pytest.mark.processes
 def test_warm_starts_the_forkserver_in_the_background_and_a_second_call_is_harmless(
         private_tmp, nothing_left):
     first, again = pslab.processes.warm(), pslab.processes.warm()
