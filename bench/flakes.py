@@ -107,15 +107,18 @@ def ended(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.flakes", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.flakes",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--passes", type=int, default=50, help="passes to run at most (default 50)")
-    parser.add_argument("--busy", type=int, default=2, help="busy loops beside each pass (default 2)")
+    parser.add_argument("--busy", type=int, default=2,
+                        help="busy loops beside each pass (default 2)")
     parser.add_argument("--log", type=Path, help="append each pass's line to this file")
     parser.add_argument("--until", help="HH:MM UTC: start no pass that the last one's time would "
                                         "take past it")
     parser.add_argument("--keep", type=Path, help="keep every pass's whole output in this folder "
                                                   "(a failed pass's is kept beside the log anyway)")
-    parser.add_argument("--repo", type=Path, default=ROOT, help="the git repository (default: this one)")
+    parser.add_argument("--repo", type=Path, default=ROOT,
+                        help="the git repository (default: this one)")
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments "
                                                        "(e.g. --deselect ID, --ignore FILE)")
     args = parser.parse_args(argv)
@@ -155,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             for n in range(1, args.passes + 1):
                 now = dt.datetime.now(dt.timezone.utc)
                 if until and last and now + dt.timedelta(seconds=last) > until:
-                    say(f"# stopped before pass {n}: the last pass's {last:.0f} s would end after {args.until}")
+                    say(f"# stopped before pass {n}: the last pass's {last:.0f} s would end "
+                        f"after {args.until}")
                     break
                 before = loadavg()
                 out = Path(tmp) / f"pass{n}.out"
@@ -172,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                     for line in text.splitlines():
                         if line.startswith(("FAILED ", "ERROR ")):
                             say(f"  {line[:300]}")
-                    kept = (args.log.parent if args.log else Path.cwd()) / f"flakes-{commit}-pass{n}.out"
+                    folder = args.log.parent if args.log else Path.cwd()
+                    kept = folder / f"flakes-{commit}-pass{n}.out"
                     kept.write_text(text)
                     say(f"  whole output: {kept}")
                     failed = True

@@ -6,10 +6,10 @@ tests pass after pass at load to show they do not flake; `pytest -m "not process
 rest in a few minutes.
 
 With `--processes-check` every process the pytest process starts is recorded (os.fork,
-os.forkpty, os.posix_spawn[p], os.system and `_posixsubprocess.fork_exec`, which subprocess (under its own name) and
-multiprocessing's forkserver and spawn starts go through) and charged to the test whose setup,
-call or teardown is running; a test that started one without the mark fails at its teardown,
-naming what it started. Processes started by those children (the forkserver's forks, a
+os.forkpty, os.posix_spawn[p], os.system and `_posixsubprocess.fork_exec`, which subprocess
+(under its own name) and multiprocessing's forkserver and spawn starts go through) and charged
+to the test whose setup, call or teardown is running; a test that started one without the mark
+fails at its teardown, naming what it started. Processes started by those children (the forkserver's forks, a
 launcher's workers) are theirs, not the test's. At the end the marked tests that started none
 are listed: a session fixture that started its processes for an earlier test, or a mark that
 is no longer needed.
@@ -32,7 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARK}: the test starts a process (see tests/processwatch.py)")
+    config.addinivalue_line("markers",
+                            f"{MARK}: the test starts a process (see tests/processwatch.py)")
     if config.getoption("--processes-check"):
         config.pluginmanager.register(Watch(), "processes-check")
 
@@ -89,7 +90,8 @@ class Watch:
         if started and not marked and report.outcome == "passed":
             self.unmarked_failed += 1
             report.outcome = "failed"
-            shown = "\n  ".join(started[:5]) + (f"\n  ... {len(started) - 5} more" if len(started) > 5 else "")
+            more = f"\n  ... {len(started) - 5} more" if len(started) > 5 else ""
+            shown = "\n  ".join(started[:5]) + more
             report.longrepr = (f"{item.nodeid} started {len(started)} process(es) without "
                                f"@pytest.mark.{MARK}:\n  {shown}")
         elif marked and not started:

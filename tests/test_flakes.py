@@ -135,8 +135,11 @@ def test_the_check_fails_exactly_the_unmarked_tests_that_start_processes(tmp_pat
     assert plain.returncode == 0 and "6 passed" in plain.stdout, plain.stdout
     checked = subprocess.run(cmd + ["--processes-check"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=120)
-    errors = sorted(line.split()[1] for line in checked.stdout.splitlines() if line.startswith("ERROR "))
-    assert errors == [f"test_c.py::test_unmarked_{n}" for n in ("fork", "multiprocessing", "subprocess")]
+    errors = sorted(line.split()[1] for line in checked.stdout.splitlines()
+                    if line.startswith("ERROR "))
+    assert errors == [f"test_c.py::test_unmarked_{n}"
+                      for n in ("fork", "multiprocessing", "subprocess")]
     assert "started 1 process(es) without @pytest.mark.processes:\n  fork\n" in checked.stdout
     assert "forkserver" in checked.stdout  # multiprocessing's own start is named
-    assert "marked, started none this session (1):\n  test_c.py::test_marked_but_idle" in checked.stdout
+    idle = "marked, started none this session (1):\n  test_c.py::test_marked_but_idle"
+    assert idle in checked.stdout
