@@ -46,7 +46,7 @@ SIZES = {"large": (1600, 1000), "1024": (1024, 768)}  # a desktop, and a project
 RUN_ALL_TIMEOUT = 240  # s, all cells of one notebook
 ROUND_TRIPS: list[float] = []
 
-pytestmark = [pytest.mark.timeout(1800), pytest.mark.processes]  # JupyterLab, Chromium, kernels
+pytestmark = pytest.mark.timeout(1800)
 
 
 def _require_browser() -> None:
