@@ -53,7 +53,7 @@ present: install
 
 # Each dashboard at 1024x768 with the file browser open, as the browser test sees it.
 screenshots: install system
-	rm -rf out/shots && PSLAB_BROWSER_SHOTS=out/shots $(PY) -m pytest -q tests/test_notebooks_browser.py
+	rm -rf out/shots && PSLAB_BROWSER_SHOTS=out/shots $(PY) -m pytest -q tests/test_notebooks_browser.py tests/test_saved_and_presenter_browser.py
 	mkdir -p docs/screenshots && cp out/shots/*_1024.png out/shots/*_1024_full.png docs/screenshots/
 
 # The documentation site (docs/conf.py: Sphinx, MyST-NB, sphinx-book-theme): the teacher's guide,

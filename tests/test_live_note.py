@@ -1,6 +1,6 @@
 """The "not live yet" note of a saved dashboard or knob (pslab.notebook.live_note): the kernel
 answers a view's hello, and every dashboard and notebook 05 knob carries one note at its top.
-What a browser shows is checked by tests/test_notebooks_browser.py (saved 02 and 05)."""
+What a browser shows is checked by tests/test_saved_and_presenter_browser.py (saved 02 and 05)."""
 from __future__ import annotations
 
 import ipywidgets as W

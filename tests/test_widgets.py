@@ -11,7 +11,6 @@ import asyncio
 import base64
 import io
 import math
-import re
 
 import numpy as np
 import pytest
