@@ -52,3 +52,19 @@ def test_a_pair_the_clock_orders_by_its_protocols_stays_a_flip(monkeypatch):
                replace(backup, measured_step=asyn.measured_step)]
     assert [f["cases"] for f in network.flips(swapped)] == [("#0 async", "#0 backup:1")]
     assert not network.alike(replace(asyn, link=None), asyn)
+
+
+def test_a_committed_grid_s_brief_fits_a_projector_s_cell():
+    """Notebook 06 prints each committed grid's summary with Comparison.brief: lines of at
+    most 64 characters (a cell at 1024x768 with the file browser open), the file's numbers."""
+    from pslab.processes import load_comparison
+    from pslab.processes.comparison import COMMITTED
+
+    for name in (COMMITTED.name, "network-grid-20261128-seed957376-quiet.json"):
+        grid = load_comparison(COMMITTED.with_name(name))
+        text = grid.brief()
+        assert max(len(line) for line in text.splitlines()) <= 64, text
+        s = grid.summary
+        assert f"median |error| {s['median_error']:.1%}, worst {s['worst_error']:.1%}" in text
+        assert f"ordered differently: {len(s['flips'])} " in text
+        assert text.count(" tie\n") + text.endswith(" tie") == s["flips_within_spread"]

@@ -9,6 +9,7 @@ made (not root) this is how the numbers are seen; they are the file's, never re-
 from __future__ import annotations
 
 import html
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,31 @@ class Comparison:
         return (f"error = simulated / measured - 1; median |error| {s['median_error']:.1%}, worst "
                 f"{s['worst_error']:.1%}, ranking "
                 f"{'the same' if s['ranking_same'] else 'different'} both ways" + (f" (goal: {s['goal']}: {met})" if "goal" in s else ""))
+
+    def brief(self) -> str:
+        """The file's own summary in short lines (a projector's cell is ~64 characters wide):
+        when and under what load, the errors, each mode's median, and each pair ordered one way
+        measured and the other simulated, with both gaps and whether its cases, measured twice
+        more, overlapped (a tie within the measured spread) or stayed apart."""
+        s = self.summary
+        loads = s.get("loads") or [s.get("load", float("nan"))] * 2
+        out = [f"seed {s.get('seed', '?')}: {len(self.cases)} cases, {s.get('date', '?')}, "
+               f"load {loads[0]:.1f}-{loads[1]:.1f}",
+               f"  median |error| {s['median_error']:.1%}, worst {s['worst_error']:.1%}"]
+        modes = ", ".join(f"{MODE_NAMES.get(m, m)}\0{v['median_error']:.1%}"  # (kept whole)
+                          for m, v in s.get("by_mode", {}).items())
+        out += [line.replace("\0", " ") for line in textwrap.wrap(
+            f"by mode: {modes}", 62, initial_indent="  ", subsequent_indent=" " * 11)
+            if modes]
+        flips = s.get("flips", [])
+        out.append(f"  ordered differently: {len(flips) or 'none'}" + (
+            " (gaps measured, simulated; again)" if flips else ""))
+        for f in flips:
+            a, b = (case_name(dict(name=n)) for n in f["cases"])
+            again = {True: "tie", False: "apart"}.get(f.get("within_spread"), "")
+            out.append(f"    {a + ' vs ' + b.split(' ', 1)[-1]:28} {f['measured_gap']:4.1%} "
+                       f"{f['simulated_gap']:4.1%} {again}")
+        return "\n".join(out)
 
     def lines(self) -> list[str]:
         out = [self.links_line()]
@@ -122,7 +148,7 @@ def setting(case: dict[str, Any]) -> str:
 
 # the file notebook 06 shows: a grid measured here with `python -m bench --only network` (as root)
 COMMITTED = (Path(__file__).resolve().parents[2] / "bench" / "results"
-             / "network-grid-20261127-seed236586-quiet.json")
+             / "network-grid-20261128-seed25644-quiet.json")
 
 
 MAX_FILE = 20_000_000  # bytes: a 42-case grid's file is ~100 KB

@@ -427,14 +427,14 @@ def summary(rows: list[Row]) -> dict[str, Any]:
 
 def live_check(link: Link, steps: int = 4) -> str:
     """One case (sync, 2 workers, 1 shard) measured across 3 hosts now and simulated with
-    `link` (e.g. a committed file's calibration), in one sentence; where hosts cannot be made
-    here, the reason."""
+    `link` (e.g. a committed file's calibration), in one sentence on two lines of at most 66
+    characters (a projector's cell); where hosts cannot be made here, the reason."""
     from .hosts import unavailable
 
     why = unavailable()
     if why:
         return f"not measured here: {why}"
     row = compare_case(CASES[2], link, steps, link.asked)
-    return (f"live, across 3 hosts: sync ends with the simulated weights: {row.same_weights}; "
+    return (f"live, across 3 hosts: sync ends with the simulated weights: {row.same_weights};\n"
             f"measured {row.measured_step * 1e3:.1f} ms per step, simulated "
             f"{row.simulated_step * 1e3:.1f} ms ({row.error:+.1%})")
