@@ -40,7 +40,7 @@ NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb
 PRESSES = 5  # key presses per dashboard
 ROUND_TRIPS: list[float] = []
 
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.processes]  # JupyterLab, Chromium, kernels
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from bench.browser import wait as _wait
 from jupyter_page import (HOVER, ROOT, RUN_ALL_TIMEOUT, SIZES, fit_problems, hover_and_zoom,
                           open_notebook, require_browser, resize, shoot)
 
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.processes]  # JupyterLab, Chromium, kernels
 
 
 @pytest.fixture(scope="module")
