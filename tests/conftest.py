@@ -5,7 +5,8 @@ import tempfile
 import threading
 
 import pytest
-from processwatch import pytest_addoption, pytest_configure  # noqa: F401 (the `processes` marker)
+from processwatch import (  # noqa: F401 (the `processes` marker and its check)
+    pytest_addoption, pytest_collection_modifyitems, pytest_configure)
 
 
 @pytest.fixture

@@ -12,11 +12,12 @@ to the test whose setup, call or teardown is running; a test that started one wi
 fails at its teardown, naming what it started. Processes started by those children (the forkserver's forks, a
 launcher's workers) are theirs, not the test's. At the end the marked tests that started none
 are listed: a session fixture that started its processes for an earlier test, or a mark that
-is no longer needed.
+is no longer needed. A test that uses a fixture in FIXTURES is marked at collection.
 """
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import threading
 
@@ -31,6 +32,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help=f"fail a test that starts a process without @pytest.mark.{MARK}")
 
 
+# Fixtures that start processes: a test that uses one is marked, whether or not it is the test
+# whose setup starts them (a session fixture starts them for the first test that asks).
+FIXTURES = {"torchrun"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(MARK)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers",
                             f"{MARK}: the test starts a process (see tests/processwatch.py)")
@@ -42,6 +54,9 @@ class Watch:
     """Records the processes started from this process, per test (see the module docstring)."""
 
     def __init__(self) -> None:
+        # platform.processor() runs `uname -p` once a Python and keeps the answer: asked here, the
+        # first test that reads it is not charged with a process it did not start itself
+        platform.processor()
         self.lock = threading.Lock()
         self.current: str | None = None
         self.started: dict[str, list[str]] = {}

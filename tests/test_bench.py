@@ -68,6 +68,7 @@ def test_the_dashboard_bench_builds_its_dashboards():
     assert set(res) == set(widget_latency.SWEEPS) and all(r["median"] > 0 for r in res.values())
 
 
+@pytest.mark.processes
 def test_the_c_loop_is_pslabs_schedule_or_the_row_says_why():
     """bench/c_clock.c (what a compiled loop would give) is checked against pslab before it
     is timed: same makespan bit for bit, same span count; with a wrong cost it would differ."""

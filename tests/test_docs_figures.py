@@ -61,6 +61,7 @@ def test_readme_figure_is_what_the_code_draws(name, drawn):
         f"{name}.tex differs from what pslab.tikz writes; {HOW_TO_FIX}"
 
 
+@pytest.mark.processes
 def test_notebook_seed_pictures_are_what_the_seeds_draw(tmp_path):
     if not seeds_renderable():
         pytest.skip("pdflatex and pdftoppm are needed to render the seeds (make system)")

@@ -52,6 +52,7 @@ def test_bad_palette_is_refused():
         tikz(run, palette="nope")
 
 
+@pytest.mark.processes
 def test_exported_timeline_compiles(tmp_path):
     if not tex_available(svg=False):
         if os.environ.get("CI"):
@@ -77,6 +78,7 @@ def test_tikz_refuses_what_it_cannot_draw_by_name(kwargs, name):
     assert pslab.tikz([run, run], labels=["one", "two"]).count("node[anchor=west") >= 2
 
 
+@pytest.mark.processes
 def test_labels_with_tex_specials_compile(tmp_path):
     """A label is typeset as typed: every TeX special escaped, so pdflatex compiles it."""
     if not tex_available(svg=False):

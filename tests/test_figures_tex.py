@@ -35,6 +35,7 @@ def test_the_four_figures_are_there() -> None:
             "003_nas_hierarchy"} <= names
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("tex", TEX_FILES, ids=lambda p: p.stem)
 def test_figure_compiles_to_pdf_and_svg(tex: Path, tmp_path: Path) -> None:
     need_tex()
@@ -46,6 +47,7 @@ def test_figure_compiles_to_pdf_and_svg(tex: Path, tmp_path: Path) -> None:
     assert text.count("<path") > 20  # a real drawing, not an empty page
 
 
+@pytest.mark.processes
 def test_compile_error_raises_with_log_tail(tmp_path: Path) -> None:
     need_tex()
     bad = tmp_path / "bad.tex"
@@ -98,6 +100,7 @@ def test_accumulation_figure_holds_the_seed_durations() -> None:
     assert r"\def\durations{1/2.8/3.7, 2/4.0/2.8, 3/3.2/3.2, 4/3.0/4.0}" in text
 
 
+@pytest.mark.processes
 def test_compile_never_hangs(tmp_path: Path) -> None:
     need_tex()
     loop = tmp_path / "loop.tex"

@@ -64,14 +64,14 @@ def busy_pids(log: Path) -> list[int]:
 
 @pytest.mark.processes
 def test_passes_are_counted_until_the_first_failure_and_nothing_is_left(tmp_path):
-    cmd, env = runner(tmp_path, COUNTS, "--passes", "3", "--busy", "2",
+    cmd, env = runner(tmp_path, COUNTS, "--passes", "3", "--busy", "1",
                       FLAKES_COUNTER=str(tmp_path / "n"))
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
     lines = (tmp_path / "log").read_text().splitlines()
     assert done.stdout.splitlines() == lines
     assert " pass 1: PASS " in lines[1] and "1 passed, 1 deselected" in lines[1]
-    assert " pass 2: FAIL(rc=1) " in lines[2] and "busy 2:" in lines[2]
+    assert " pass 2: FAIL(rc=1) " in lines[2] and "busy 1:" in lines[2]
     assert lines[3].startswith("  FAILED tests/test_x.py::test_fails_on_its_second_run")
     assert (tmp_path / "n").read_text() == "2"  # no third pass
     assert lines[-1] == "# 1 passes in a row passed"
@@ -83,7 +83,7 @@ def test_passes_are_counted_until_the_first_failure_and_nothing_is_left(tmp_path
 @pytest.mark.processes
 def test_sigterm_stops_the_pass_and_the_busy_loops(tmp_path):
     pid = tmp_path / "pid"
-    cmd, env = runner(tmp_path, SLEEPS, "--busy", "2", FLAKES_PID=str(pid))
+    cmd, env = runner(tmp_path, SLEEPS, "--busy", "1", FLAKES_PID=str(pid))
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         end = time.monotonic() + 120

@@ -27,11 +27,20 @@ def alive(procs) -> list[int]:
     return [p.pid for p in procs if p.poll() is None]
 
 
+def private_temp(folder: Path, monkeypatch) -> Path:
+    """The temporary folder of this process and of what it starts, for this test alone: other
+    processes on the machine make pslab-hosts-* and torchelastic_* folders in /tmp meanwhile.
+    (A forkserver started meanwhile keeps its pymp-* folder there until the session ends.)"""
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
 @pytest.mark.processes
 @pytest.mark.parametrize("launcher", ["torchrun", "fork"])
-def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher):
-    scratch = ("torchelastic_*", "pslab-hosts-*")
-    before = {g: set(Path(tempfile.gettempdir()).glob(g)) for g in scratch}
+def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher, monkeypatch):
+    shared = private_temp(tmp_path / "tmp", monkeypatch)
     with Hosts(3, bandwidth=50e6) as hosts:
         assert len(set(hosts.addresses)) == 3 and all(a.startswith("10.77.")
                                                         for a in hosts.addresses)
@@ -44,7 +53,7 @@ def test_sync_across_three_hosts_gives_the_simulated_weights(tmp_path, launcher)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(ns in listed for ns in namespaces)
     # torchrun's agent logs go to the hosts' own folder, removed with them, not the shared /tmp
-    assert {g: set(Path(tempfile.gettempdir()).glob(g)) for g in scratch} == before
+    assert [*shared.glob("torchelastic_*"), *shared.glob("pslab-hosts-*")] == []
     run = pslab.processes.load_run(tmp_path)
     sim = pslab.train(mode="sync", workers=2, shards=1, steps=6)
     assert run.complete and run.updates == 6
@@ -151,16 +160,14 @@ def test_bad_sizes_are_refused_at_once():
 
 
 @pytest.mark.processes
-def test_one_call_runs_across_hosts_and_cleans_up():
+def test_one_call_runs_across_hosts_and_cleans_up(tmp_path, monkeypatch):
     from pslab.processes.hosts import run_across
 
-    import tempfile
-
-    before = set(Path(tempfile.gettempdir()).glob("pslab-hosts-*"))
+    shared = private_temp(tmp_path / "tmp", monkeypatch)
     run = run_across(hosts=3, bandwidth=50e6, shards=1, mode="async", steps=5)
     assert run.complete and run.updates == 10 and run.mode == "async"
     assert leftovers(own_prefix()) == []
-    assert set(Path(tempfile.gettempdir()).glob("pslab-hosts-*")) == before  # its folder went
+    assert list(shared.glob("pslab-hosts-*")) == []  # its folder went
 
 
 @pytest.mark.processes
