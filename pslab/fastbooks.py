@@ -20,10 +20,12 @@ from typing import Any, Callable
 from .engine import URGENT
 from .timeline import Record
 
-# a booked arrival: (time, clock order; its shard as the arrival leaves it: version, the
-# update line's free time, pushes counted; whose push: rank, step; its lag, and the end of the
-# update it completes or None)
-T, ORDER, VERSION, FREE, COUNT, RANK, STEP, LAG, APPLIED = range(9)
+# a booked arrival: (time, the clock's count when it was scheduled; its shard as the arrival
+# leaves it: version, the update line's free time, pushes counted; whose push: rank, step; its
+# lag, and the end of the update it completes or None). Its clock order is count - URGENT, a
+# large int that costs an allocation per use, so the books keep the small count and shift a
+# cut instead (`_counted`).
+T, SCHEDULED, VERSION, FREE, COUNT, RANK, STEP, LAG, APPLIED = range(9)
 
 
 class Books:
@@ -70,8 +72,8 @@ class Books:
             u0 = max(self.free[s], t)
             applied = self.free[s] = u0 + self.sim.updates[s][2]
             self.notes.extend((t, q + URGENT, mark, s, step, u0))
-        self.last[rank][s] = book = (t, q, self.versions[s], self.free[s], self.counts[s], rank,
-                                     step, lag, applied)
+        self.last[rank][s] = book = (t, q + URGENT, self.versions[s], self.free[s],
+                                     self.counts[s], rank, step, lag, applied)
         self.fifos[s].append(book)
         return lag, applied
 
@@ -94,45 +96,46 @@ class Books:
         shard's push line, logging each start, and their arrivals (`_take` and `_complete`,
         inlined); returns when the last one is sent."""
         sim = self.sim
-        sent, counts, free, fifos, last = (self.versions, self.counts, self.free, self.fifos,
-                                           self.last)
-        fetched, routes, aggregate = sim.fetched, sim.routes["push"], sim.server.aggregate
-        seconds = [cost for _, _, cost in sim.updates]
+        sent, counts, free, last = self.versions, self.counts, self.free, self.last
+        fetched, aggregate = sim.fetched, sim.server.aggregate
+        # per worker, per shard: what its push there needs, looked up once, not per push
+        plans = [[(s, line, cost, sim.updates[s][2], self.fifos[s].append)
+                  for s, line, cost in route] for route in sim.routes["push"]]
         staleness, history, progress, ticks = (sim.push_staleness, sim.history, sim.progress,
                                                self.ticks)
         before, stalest, note, rows = self.before, self.stalest, self.notes.extend, self.rows
-        new, nan = tuple.__new__, math.nan  # nan: the very object the actors' records hold
+        new, nan, none = tuple.__new__, math.nan, -math.inf  # nan: the actors' very object
 
         def push(rank: int, step: int, now: float, seq: int, log: list) -> float:
             mine, books = fetched[rank], last[rank]
-            mark, first = rows.logged + len(log), seq - URGENT  # urgent: first at its moment
-            end, stale, applied = now, 0, None
-            for s, line, cost in routes[rank]:  # in shard order (fastduplex._exact)
+            mark, end, stale, applied = rows.logged + len(log), now, 0, none  # none: no update
+            for s, line, cost, seconds, book_it in plans[rank]:  # shard order (fastduplex._exact)
                 a = line.free_at if line.free_at > now else now
                 b = line.free_at = a + cost
                 log.append(a)
                 if b > end:
                     end = b
-                lag = sent[s] - mine[s]  # what it finds when it arrives at b
+                version, ready, q = sent[s], free[s], seq + s  # q: the clock's count for it
+                lag = version - mine[s]  # what it finds when it arrives at b
                 if lag > stale:
                     stale = lag
                 u1 = None
                 if aggregate == 1 or _gathered(counts, s, aggregate):
-                    sent[s] += 1
-                    u0 = free[s] if free[s] > b else b
-                    u1 = free[s] = u0 + seconds[s]
-                    note((b, seq + s, mark, s, step, u0))
-                    if applied is None or u1 > applied:
+                    version = sent[s] = version + 1
+                    u0 = ready if ready > b else b
+                    u1 = ready = free[s] = u0 + seconds
+                    note((b, q, mark, s, step, u0))
+                    if u1 > applied:
                         applied = u1
-                books[s] = book = (b, first + s, sent[s], free[s], counts[s], rank, step, lag, u1)
-                fifos[s].append(book)
+                books[s] = book = (b, q, version, ready, counts[s], rank, step, lag, u1)
+                book_it(book)
             before[rank] = stalest[0]
             staleness.append(stale)
             if stale > stalest[0]:
                 stalest[0] = stale
-            if applied is not None:
+            if applied != none:
                 if progress is not None:
-                    ticks.append(max(book[:2] for book in books))
+                    ticks.append(_key(max(book[:2] for book in books)))
                 history.append(new(Record, (applied, nan, nan, stalest[0], len(history) + 1,
                                             rank, step)))
                 stalest[0] = 0
@@ -162,14 +165,14 @@ class Books:
         """The arrivals before `cut` (a clock key: time, order) have happened, the others not:
         the shards, the pushes on their way, the history, the staleness and the update rows as
         the actors leave them then. Returns the arrivals to come, as the clock's events."""
-        sim, back = self.sim, []
+        sim, back, cut = self.sim, [], _counted(cut)
         for s, fifo in enumerate(self.fifos):
             while fifo and fifo[0][:2] < cut:
                 self.arrived[s] = fifo.popleft()
             book = self.arrived[s]
             sim.server.versions[s], sim.server.counts[s] = book[VERSION], book[COUNT]
             self.lines[s].free_at = book[FREE]
-            back += [(b[T], b[ORDER], sim.push_arrived, (b[RANK], b[STEP], s)) for b in fifo]
+            back += [(*_key(b[:2]), sim.push_arrived, (b[RANK], b[STEP], s)) for b in fifo]
         undone = []  # (arrival of its last shard, whether it made an update) of a cut push
         for rank, books in enumerate(self.last):
             booked = [b for b in books if b is not None]
@@ -193,12 +196,23 @@ class Books:
         sim.round_staleness = self.stalest[0]
         notes = self.notes
         self.notes[:] = [v for i in range(0, len(notes), 6)
-                         if (notes[i], notes[i + 1] - URGENT) < cut for v in notes[i:i + 6]]
+                         if (notes[i], notes[i + 1]) < cut for v in notes[i:i + 6]]
         return back
 
     def last_arrival(self) -> float:
         """When the last arrival that has happened happened (-inf: none)."""
         return max(book[T] for book in self.arrived) if self.arrived else -math.inf
+
+
+def _key(booked: tuple) -> tuple:
+    """The clock's key (time, order) of an arrival booked at (time, count): urgent."""
+    return booked[0], booked[1] - URGENT
+
+
+def _counted(key: tuple) -> tuple:
+    """A clock key (time, order) as the books' (time, count) compare with it: exact ints, and
+    an infinite order stays infinite."""
+    return key[0], key[1] + URGENT
 
 
 def _latest(applied: float | None, ends: list) -> float | None:

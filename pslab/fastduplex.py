@@ -98,8 +98,10 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
     (times, at, tied), (now, seq, _) = hot, moment
     (start_event, computed_event), queue, ticks = fns, sim.clock.queue, books.ticks
     steps, k, durations, fetched = sim.steps, sim.accumulate, sim.durations, sim.fetched
-    fetches, buffered, shards = sim.routes["fetch"], ~len(sim.routes["fetch"]), books.shards
     fifos, arrived, versions, push = books.fifos, books.arrived, sim.server.versions, books.push
+    # per worker, per shard: its fetch job and the shard's books, looked up once, not per fetch
+    fetches = [[(*job, fifos[job[0]]) for job in route] for route in sim.routes["fetch"]]
+    buffered, shards = ~len(fetches), books.shards
     limit = math.inf if until is None else until
     try:
         while True:
@@ -112,7 +114,8 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                 moment[2] = (limit, math.inf)
                 return False
             now = times[0]
-            _, _, fn, (rank, step) = at.pop(now)
+            _, _, fn, args = at.pop(now)
+            rank, step = args
             if tied and now in tied:  # events at the same time: the next in line
                 at[now] = tied[now].pop(0)
                 if not tied[now]:
@@ -122,11 +125,11 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                     heappop(times)
                     continue
                 log += (rank, step, now)
-                end = _fetch(fetches[rank], now, log, fifos, arrived, versions)
+                end = _fetch(fetches[rank], now, log, arrived, versions)
                 fetched[rank] = versions[:]
                 t = end + durations[rank][step] if k == 1 else \
                     accumulated(end, durations[rank], step, k)
-                item = t, seq, computed_event, (rank, step)
+                item = t, seq, computed_event, args  # the same worker and step
             else:  # push to every shard, start the next step once they are sent
                 log += (buffered - rank, step, now)
                 t = push(rank, step, now, seq, log)
@@ -142,14 +145,13 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
         moment[:2] = now, seq
 
 
-def _fetch(route: list, now: float, log: list, fifos: list, arrived: list,
-           versions: list) -> float:
-    """Book a worker's fetches, one per shard: each shard first takes the pushes that have
-    arrived by now (its books), then answers once their updates are applied, in its fetch line
-    (Resource.book, inlined); log each start; return when the last one ends."""
+def _fetch(route: list, now: float, log: list, arrived: list, versions: list) -> float:
+    """Book a worker's fetches, one per shard (`route`: shard, line, cost, the shard's books):
+    each shard first takes the pushes that have arrived by now (its books), then answers once
+    their updates are applied, in its fetch line (Resource.book, inlined); log each start;
+    return when the last one ends."""
     end = now
-    for s, line, seconds in route:
-        fifo = fifos[s]
+    for s, line, seconds, fifo in route:
         if fifo and fifo[0][0] <= now:  # urgent: arrivals at now come first
             book = fifo.popleft()
             while fifo and fifo[0][0] <= now:
