@@ -110,7 +110,9 @@ class Books:
             mine, books = fetched[rank], last[rank]
             mark, end, stale, applied = rows.logged + len(log), now, 0, none  # none: no update
             for s, line, cost, seconds, book_it in plans[rank]:  # shard order (fastduplex._exact)
-                a = line.free_at if line.free_at > now else now
+                a = line.free_at
+                if a < now:
+                    a = now
                 b = line.free_at = a + cost
                 log.append(a)
                 if b > end:

@@ -101,7 +101,8 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
     fifos, arrived, versions, push = books.fifos, books.arrived, sim.server.versions, books.push
     # per worker, per shard: its fetch job and the shard's books, looked up once, not per fetch
     fetches = [[(*job, fifos[job[0]]) for job in route] for route in sim.routes["fetch"]]
-    buffered, shards = ~len(fetches), books.shards
+    shards = books.shards
+    pushers = [~len(fetches) - rank for rank in range(len(fetches))]  # who: Rows.add, made once
     limit = math.inf if until is None else until
     try:
         while True:
@@ -126,12 +127,12 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                     continue
                 log += (rank, step, now)
                 end = _fetch(fetches[rank], now, log, arrived, versions)
-                fetched[rank] = versions[:]
+                fetched[rank][:] = versions  # in place: no new list per fetch
                 t = end + durations[rank][step] if k == 1 else \
                     accumulated(end, durations[rank], step, k)
                 item = t, seq, computed_event, args  # the same worker and step
             else:  # push to every shard, start the next step once they are sent
-                log += (buffered - rank, step, now)
+                log += (pushers[rank], step, now)
                 t = push(rank, step, now, seq, log)
                 seq += shards
                 item = t, seq, start_event, (rank, step + 1)
