@@ -41,10 +41,14 @@ def repo(folder: Path, test: str) -> Path:
     return folder
 
 
+# nbval's plugin takes ~2.5 s of CPU to load (10 s at load 9) and none of these tests needs it
+NO_NBVAL = ["-p", "no:nbval"]
+
+
 def runner(tmp_path: Path, test: str, *args: str, **env: str) -> tuple[list[str], dict]:
     (tmp_path / "tmp").mkdir()
     cmd = [sys.executable, "-m", "bench.flakes", "--repo", str(repo(tmp_path / "repo", test)),
-           "--log", str(tmp_path / "log"), *args]
+           "--log", str(tmp_path / "log"), *args, "--", *NO_NBVAL]
     return cmd, dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path / "tmp"), **env)
 
 
@@ -129,7 +133,7 @@ def test_plain():
 def test_the_check_fails_exactly_the_unmarked_tests_that_start_processes(tmp_path):
     (tmp_path / "test_c.py").write_text(CHECKED)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "processwatch",
-           "-rE", str(tmp_path / "test_c.py")]
+           *NO_NBVAL, "-rE", str(tmp_path / "test_c.py")]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "tests"))
     plain = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert plain.returncode == 0 and "6 passed" in plain.stdout, plain.stdout
