@@ -461,3 +461,34 @@ def test_a_push_does_not_wait_for_the_shard_s_answers_to_the_other_workers():
     assert statistics.median(pushes) < 1.3 * one, (statistics.median(pushes), one)
     assert abs(row_error) < 0.10, (row_error, cost)
     assert leftovers(own_prefix()) == []
+
+
+@root_only
+def test_a_host_s_processes_run_ahead_of_other_programs_and_the_caller_keeps_its_priority():
+    """A command on a host (Hosts.run) and a process that enters a host (hosts_fork.enter, as
+    forked ranks do) run PRIORITY ahead of their caller's nice value, in a session of their
+    own whose autogroup (the kernel shares the cores among sessions first) has it too; the
+    caller's nice value and session are what they were."""
+    import os
+    import subprocess
+    import sys
+
+    from pslab.processes.hosts import Hosts
+    from pslab.processes.hosts_fork import PRIORITY
+
+    show = ("import os; p = '/proc/self/autogroup'; "
+            "ag = open(p).read().split()[-1] if os.path.exists(p) else 'none'; "
+            "print(os.nice(0), os.getsid(0) == os.getpid(), ag)")
+    mine, session = os.nice(0), os.getsid(0)
+    grouped = PRIORITY if os.path.exists("/proc/self/autogroup") else "none"
+    want = f"{max(-20, mine + PRIORITY)} True {grouped}"
+    with Hosts(2, bandwidth=[1e6, None]) as hosts:
+        out = hosts.run(0, [sys.executable, "-c", show], stdout=subprocess.PIPE, text=True)
+        assert out.communicate(timeout=60)[0].split() == want.split()
+        entered = subprocess.run(
+            [sys.executable, "-c", f"from pslab.processes.hosts_fork import enter; "
+                                   f"enter({hosts.namespace(1)!r}); {show}"],
+            capture_output=True, text=True, timeout=60)
+        assert entered.stdout.split() == want.split(), entered.stderr
+    assert (os.nice(0), os.getsid(0)) == (mine, session) and PRIORITY < 0
+    assert leftovers(own_prefix()) == []

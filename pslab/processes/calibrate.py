@@ -6,9 +6,10 @@ second, like a server shard's; host 1 unshaped, like a worker's — and plays pi
 them over gloo point-to-point (the same `dist.send`/`dist.recv` a run's messages take), with
 messages of a few sizes around a run's own (a shard's weights are 2.4-9.6 KB). Each round trip
 crosses the shaped link twice, so half of it is one transfer; a straight line through the
-medians, seconds = latency + bytes / bandwidth, is the figure-000 link model. The latency holds
-what a message costs besides its bytes: gloo, TCP, two Python processes waking up on a loaded
-machine. `python -m pslab.processes.calibrate` is one end of the ping-pong (run in a host).
+least round trip of each size, seconds = latency + bytes / bandwidth, is the figure-000 link
+model. The latency holds what a message costs besides its bytes: gloo, TCP, two Python
+processes waking up. `python -m pslab.processes.calibrate` is one end of the ping-pong (run in
+a host).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ class Link:
     latency: float
     bandwidth: float
     asked: float
-    samples: dict[int, float] = field(default_factory=dict)  # bytes -> median one-way seconds
+    samples: dict[int, float] = field(default_factory=dict)  # bytes -> least one-way seconds
     # seconds per ring step of the collectives, measured (network.ring_latency), by
     # network.overhead_key: "allreduce 4" is DDP among 4 hosts behind links like this one
     ring: dict[str, float] = field(default_factory=dict)
@@ -93,7 +94,14 @@ def fit(samples: dict[int, float]) -> tuple[float, float]:
 def calibrate(bandwidth: float, repeats: int = 7, sizes=SIZES, timeout: float = 120.0) -> Link:
     """Measure a link shaped to `bandwidth` bits per second (root only: it makes two hosts,
     removed afterwards, also on failure). About 5 s here, most of it two Pythons importing
-    torch."""
+    torch.
+
+    Each size's sample is the least of its `repeats` round trips, halved: another program on
+    the machine only ever adds time to a round trip (a process waiting for a core before it
+    sends or after its data arrived), never takes any away, so the least is the one it
+    disturbed least, and the line through them has the link's slope. A median keeps half of
+    the disturbed ones: at load 12 it once read 2400 B at 6.5 ms and 4800 B at 5.1, a line
+    23 % too steep. The processes run ahead of other programs too (`Hosts.run`)."""
     repeats = integer("repeats", repeats, high=100)
     with Hosts(2, bandwidth=[bandwidth, None]) as hosts:
         master = hosts.addresses[0]
@@ -108,7 +116,7 @@ def calibrate(bandwidth: float, repeats: int = 7, sizes=SIZES, timeout: float = 
                      for p in procs]
             raise RuntimeError(f"the calibration failed (exit codes {codes}): {words}")
         measured = json.loads(procs[1].stdout.read())
-    samples = {int(n): statistics.median(ts) / 2 for n, ts in measured.items()}
+    samples = {int(n): min(ts) / 2 for n, ts in measured.items()}
     latency, rate = fit(samples)
     return Link(latency, rate, float(bandwidth), samples)
 

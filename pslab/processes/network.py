@@ -125,8 +125,10 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     latency 0, over the clock's seconds per second of latency (the messages, or ring steps,
     on a step's path). Steps: the collectives 20 unless given; the parameter server as many
     as take CALIBRATION_SECONDS on the clock, 6 to 60, unless given, and where 60 steps take
-    less than half of that, the median step of three runs (one run of 5 ms steps gave 0.3 to
-    1.1 ms a message at load 6-8: a whole run moves, not single steps). Root only; 2-10 s.
+    less than half of that, the least step of three runs (one run of 5 ms steps gave 0.3 to
+    1.1 ms a message at load 6-8: a whole run moves, not single steps; another program on the
+    machine only ever adds time to a run, so the least is the run it disturbed least). Root
+    only; 2-10 s.
 
     All-reduce and ZeRO(3) (`ring_latency`): what a step of gloo's ring costs on top of its
     bytes: a send and a receive that wait for each other, processes woken on shared cores, the
@@ -146,7 +148,7 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     case, bare, steps, per_step = calibration(mode, workers, link, shards, steps, compute,
                                               speeds)
     runs = 3 if not case.collective and steps * per_step < CALIBRATION_SECONDS / 2 else 1
-    measured = statistics.median(step_time(measure(case, link, steps)) for _ in range(runs))
+    measured = min(step_time(measure(case, link, steps)) for _ in range(runs))
     return latency_for(case, bare, steps, measured)
 
 
