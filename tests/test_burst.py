@@ -109,6 +109,7 @@ def _no_hosts() -> str | None:
     return unavailable()
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(_no_hosts() is not None, reason=str(_no_hosts()))
 def test_the_shaper_s_credit_is_measured_as_the_model_gives_it():
     """At 2 Mbit/s, 9.6 KB from the shard's host after a pause, alone and two at once: the

@@ -18,6 +18,9 @@ from pslab.processes.protocol import header, message, pack
 from pslab.processes.torchrun import Usage, parse
 from pslab.settings import Settings
 
+# in the process-test set (tests/processwatch.py): most tests here start hosts and processes
+pytestmark = pytest.mark.processes
+
 root_only = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
 

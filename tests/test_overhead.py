@@ -9,6 +9,9 @@ from pslab.processes import network
 from pslab.processes.calibrate import Link
 from pslab.processes.hosts import leftovers, own_prefix, unavailable
 
+# in the process-test set (tests/processwatch.py): most tests here start hosts and processes
+pytestmark = pytest.mark.processes
+
 root_only = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 LINK = Link(0.0002, 5e6, 43e6, ring={"zero3 2": 0.003},
             messages={"async 2 1": 0.0009, "sync 4 2": 0.0004})
