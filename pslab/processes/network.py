@@ -320,17 +320,23 @@ def flips(rows: list[Row], alike_too: bool = False) -> list[dict[str, Any]]:
     (slower / faster - 1 of seconds per minibatch): a flip on a 1 % measured gap is a near
     tie; one on 20 % is the model being wrong. A pair the clock times `alike` is none (with
     alike_too, only those are listed)."""
+    return [f for f, both in _differing(rows) if both == alike_too]
+
+
+def _differing(rows: list[Row]) -> list[tuple[dict[str, Any], bool]]:
+    """Each pair ordered differently measured and simulated (neither side tied), and whether
+    the clock times it `alike` (asked once a pair: it simulates both cases again)."""
     out = []
     for group in dict.fromkeys(r.case.group for r in rows):
         mine = [r for r in rows if r.case.group == group]
         for i, a in enumerate(mine):
             for b in mine[i + 1:]:
                 (ma, sa), (mb, sb) = a.per_minibatch, b.per_minibatch
-                if (ma < mb) != (sa < sb) and not tied(ma, mb) and not tied(sa, sb) \
-                        and alike(a, b) == alike_too:
-                    out.append(dict(group=group, cases=(a.case.name, b.case.name),
-                                    measured_gap=max(ma, mb) / min(ma, mb) - 1,
-                                    simulated_gap=max(sa, sb) / min(sa, sb) - 1))
+                if (ma < mb) != (sa < sb) and not tied(ma, mb) and not tied(sa, sb):
+                    out.append((dict(group=group, cases=(a.case.name, b.case.name),
+                                     measured_gap=max(ma, mb) / min(ma, mb) - 1,
+                                     simulated_gap=max(sa, sb) / min(sa, sb) - 1),
+                                alike(a, b)))
     return out
 
 
@@ -365,10 +371,11 @@ def summary(rows: list[Row]) -> dict[str, Any]:
     round-off, `tied`, or given one calibration, `alike`: listed apart, "alike") is no flip,
     though the sorted lists may list it in either order."""
     errors = [abs(r.error) for r in rows]
-    flipped = flips(rows)
+    differing = _differing(rows)  # each pair's `alike` simulated once, not once a list
+    flipped = [f for f, both in differing if not both]
     return dict(median_error=statistics.median(errors), worst_error=max(errors),
                 ranking_same=not flipped, ranking=ranking(rows), flips=flipped,
-                alike=flips(rows, alike_too=True))
+                alike=[f for f, both in differing if both])
 
 
 def live_check(link: Link, steps: int = 4) -> str:
