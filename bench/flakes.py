@@ -145,8 +145,11 @@ def main(argv: list[str] | None = None) -> int:
             # the whole of tests/ is collected: a test may be marked by its fixtures
             cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", MARK,
                    "tests", *args.pytest_args]
-            busy = [subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.DEVNULL)
-                    for _ in range(args.busy)]
+            # each busy loop in its own session, as a co-user's program is: where the kernel
+            # groups CPU time by session (autogroup), loops sharing one session would weigh as
+            # one co-user, and the pass would see load ~2 however many loops run
+            busy = [subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.DEVNULL,
+                                     start_new_session=True) for _ in range(args.busy)]
             say(f"# {commit}: {' '.join(cmd[1:])} (busy loops: {args.busy}, pids "
                 f"{' '.join(str(p.pid) for p in busy) or '-'})")
             for n in range(1, args.passes + 1):
