@@ -7,7 +7,6 @@ salt and no dates in the metadata, so regenerated files only change when the fig
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Callable
 

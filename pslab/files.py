@@ -24,11 +24,9 @@ import json
 import os
 import re
 import stat
-import struct
 import tempfile
-from math import prod
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import msgspec
 import numpy as np

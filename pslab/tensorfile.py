@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import msgspec
 
-from .files import MAX_HEADER, PREFIX, _decode, check_shape, dumps, json_prefix, open_regular, \
+from .files import MAX_HEADER, PREFIX, _decode, check_shape, dumps, open_regular, \
     parse_json, read_at, write_atomic
 
 _OPENING = b'{"__metadata__":{"pslab":"'  # how safetensors begins a header with pslab's JSON

@@ -5,7 +5,6 @@ import pickle
 import shutil
 import subprocess
 import sys
-import warnings
 
 import pytest
 import torch

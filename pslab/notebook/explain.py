@@ -26,7 +26,6 @@ from typing import Sequence
 
 from ..drawing.timeline_plot import worker_label
 from ..result import Run
-from ..timeline import total
 
 
 def step_lr(lr: float, workers: int, choices: Sequence[float]) -> float:

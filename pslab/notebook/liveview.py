@@ -25,9 +25,9 @@ from PIL import Image
 
 from ..drawing.busy_plot import BusyPlot
 from ..drawing.sizes import CELL_IN
-from .dashboard_settings import PRESETS, Settings
+from .dashboard_settings import Settings
 from .livefigure import LiveFigure, nice_ceiling
-from .liveruns import LiveRuns
+from .liveruns import LiveRuns, RunCache
 from ..drawing.plot import StalenessPlot, TimelinePlot, TrainingPlot, legend_handles
 from ..result import Run
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..layout import Layout
-from ..modes import Policy
 from ..settings import Settings
 from ..simulate import simulate
 
