@@ -133,28 +133,85 @@ except KeyboardInterrupt:
 """
 
 
+def _when(what: str, ready, timeout: float = 60.0):
+    """Polls ready() until it returns something true (that value), at most timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = ready()
+        if found:
+            return found
+        time.sleep(0.01)
+    raise AssertionError(f"{what} not seen in {timeout:g} s")
+
+
+def _forkserver(pid: int) -> int | None:
+    """The forkserver among pid's children (multiprocessing.forkserver's main), or None; the
+    processes it forks carry its command line too, but are its children, not pid's."""
+    return next((kid for kid in descendants(pid) if _parent(kid) == pid
+                 and "multiprocessing.forkserver" in _command(kid)), None)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
 @pytest.mark.processes
 def test_ctrl_c_during_a_cold_start_leaves_no_process_behind(tmp_path):
+    """Ctrl-C while the forkserver starts (its pymp-* folder made, the server itself still
+    importing torch), and again among the first workers it forks: no process lives on.
+    Each moment is waited for (the caller's own temporary folder, its process tree), not
+    guessed from a clock: under load the import of pslab alone takes seconds."""
     import signal
     import subprocess
     import sys
 
     script = tmp_path / "cold.py"
     script.write_text(COLD_START)
-    for delay in (0.8, 2.5):  # in the forkserver's start, and among the first processes
+    for moment in ("the forkserver's start", "the first processes"):
+        folder = tmp_path / moment.split()[-1]  # the caller's temporary folder, no one else's
+        folder.mkdir()
         launcher = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True,
-                                    start_new_session=True)
-        time.sleep(delay)
-        kids = descendants(launcher.pid)
-        launcher.send_signal(signal.SIGINT)
-        launcher.communicate(timeout=60)
-        kids |= {p for p in kids}  # those seen before the interrupt
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline and any(_alive(p) for p in kids):
-            time.sleep(0.1)
-        left = [p for p in kids if _alive(p)]
-        assert not left, f"after Ctrl-C at {delay} s, processes {left} live on"
+                                    start_new_session=True, env=dict(os.environ,
+                                                                     TMPDIR=str(folder)))
+        try:
+            server = _when("the forkserver's pymp-* folder and process",
+                           lambda: list(folder.glob("pymp-*")) and _forkserver(launcher.pid))
+            if moment == "the first processes":  # a worker or shard forked by the server
+                _when("a process forked by the forkserver",
+                      lambda: descendants(server) and launcher.poll() is None)
+            kids = descendants(launcher.pid)  # those seen before the interrupt
+            run = descendants(server)  # the run's processes, forked by the server
+            launcher.send_signal(signal.SIGINT)
+            out, err = launcher.communicate(timeout=60)
+        finally:
+            if launcher.poll() is None:
+                os.killpg(launcher.pid, signal.SIGKILL)
+                launcher.wait()
+        # the interrupt reached the run (it returns the partial run, or raises), not its end
+        assert "run interrupted" in err or "INTERRUPTED" in out, (moment, out, err[-1500:])
+        # the run's processes are killed by the launcher before it returns: gone within 3 s;
+        # the forkserver and multiprocessing's resource tracker end once they see their caller
+        # gone, a forkserver still starting only after its `import torch` (seconds of CPU,
+        # longer under load: 60 s, as test_starter bounds it)
+        for which, bound in ((run, 3.0), (kids, 60.0)):
+            deadline = time.monotonic() + bound
+            while time.monotonic() < deadline and any(_alive(p) for p in which):
+                time.sleep(0.1)
+            left = {p: _command(p) for p in which if _alive(p)}
+            assert not left, f"after Ctrl-C at {moment}, processes {left} live on {bound:g} s"
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:120]
+    except OSError:
+        return "(gone)"
 
 
 def _alive(pid: int) -> bool:
