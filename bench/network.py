@@ -171,9 +171,11 @@ def with_overhead(case, link):
     # 0.3-0.7 ms at 5 ms, 0.8-1.2 at 10; the grid's error carries that.)
     # The collectives with the case's straggler, if any (network.overhead: the ranks' CPU
     # work between collectives is on a step's path for all W together, for a straggler alone).
+    # All-reduce at the case's minibatches a step (network.ACCUMULATED: each one's CPU work).
     speeds = case.speeds if case.collective else None
+    more = dict(accumulate=case.accumulate) if case.mode in network.ACCUMULATED else {}
     seconds, _ = twice(lambda: network.overhead(case.mode, case.workers, link, case.shards,
-                                                compute=0.01, speeds=speeds))
+                                                compute=0.01, speeds=speeds, **more))
     return replace(link, **{field: {**getattr(link, field), key: seconds}})
 
 
@@ -265,9 +267,9 @@ def _replayed(r: dict[str, Any], links: dict, ring: dict[str, float]) -> dict[st
     if case.bandwidth not in links:
         raise ValueError(f"no calibrated link for {case.name}'s bandwidth")
     link = links[case.bandwidth]
-    key = network.overhead_key(case, speeds=False)  # (files have none with the speeds)
-    if case.collective and network.overhead_key(case) not in link.ring and key not in link.ring:
-        link = replace(link, ring={**link.ring, key: ring.get(case.mode, 0.0)})
+    keys = network.overhead_keys(case)  # (older files have none with the speeds or minibatches)
+    if case.collective and not any(k in link.ring for k in keys):
+        link = replace(link, ring={**link.ring, keys[-1]: ring.get(case.mode, 0.0)})
     steps = integer("steps", r["steps"], low=2, high=1000) if "steps" in r \
         else steps_for(case, link)
     sim = network.simulate(case, link, steps)

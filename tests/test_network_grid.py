@@ -222,7 +222,7 @@ def test_a_case_whose_processes_fail_is_measured_again_once_then_reported_not_dr
     monkeypatch.setattr(calibration, "calibrate", lambda bw, repeats: calibration.Link(
         0.0, bw / 8, bw))
     monkeypatch.setattr(network, "overhead", lambda mode, workers, link, shards, compute,
-                        speeds=None: 0.001)
+                        speeds=None, accumulate=1: 0.001)
     monkeypatch.setattr(network, "compare", compare)
     rows = grid.rows(quick=True, seed=7)
     summary = rows[-1]

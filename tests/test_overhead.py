@@ -112,7 +112,7 @@ def test_a_link_whose_calibration_fails_twice_fails_its_setting_s_cases_not_the_
     monkeypatch.setattr(hosts, "unavailable", lambda: None)
     monkeypatch.setattr(calibration, "calibrate", calibrate)
     monkeypatch.setattr(network, "overhead", lambda mode, workers, link, shards, compute,
-                        speeds=None: 0.001)
+                        speeds=None, accumulate=1: 0.001)
     monkeypatch.setattr(network, "compare", lambda link, cases, steps: [
         network.Row(cases[0], 0.1, 0.1, 1.0, 1.0, 0.1, 0.1)])
     rows = grid.rows(quick=True, seed=7)

@@ -22,13 +22,13 @@ from typing import Any, Callable
 
 from ..checks import one_of
 from .calibrate import Link
+from .overhead_keys import ACCUMULATED, COLLECTIVE, overhead_key, overhead_keys
 from .runtimes import both_ways, distance, staleness, step_time, waiting
 
 COMPUTE = 0.03  # seconds per minibatch: transfers of ~20 ms at 4 Mbit/s weigh as much
 BANDWIDTH = 4e6  # bits per second of a shard's link
 
 
-COLLECTIVE = ("allreduce", "zero3")  # no server: every worker's own link is shaped
 MODES = ("sync", "async", "ssp:1", "backup:1", *COLLECTIVE)  # as `python -m pslab.processes`
 
 
@@ -91,8 +91,7 @@ def timing(case: Case, link: Link) -> dict[str, Any]:
     links give the shaper's credit after a pause (Cluster's burst: `Link.burst`, unless BURST
     is False); the ring's transfers take none."""
     measured = link.ring if case.collective else link.messages
-    latency = measured.get(overhead_key(case), measured.get(overhead_key(case, speeds=False),
-                                                            link.latency))
+    latency = next((measured[k] for k in overhead_keys(case) if k in measured), link.latency)
     scatter = dict(reduce_scatter=link.reduce_scatter) if case.mode == "zero3" else {}
     if BURST and not case.collective and LINKS.get("links", "duplex") == "duplex":
         scatter["burst"] = link.burst
@@ -101,23 +100,11 @@ def timing(case: Case, link: Link) -> dict[str, Any]:
                 latency=latency, bandwidth=link.bandwidth, update_time=0.0, **LINKS)
 
 
-def overhead_key(case: Case, speeds: bool = True) -> str:
-    """Which measured latency of a Link a case takes: all-reduce and ZeRO(3) by mode, workers
-    and, with a straggler, its speeds ("allreduce 4", "allreduce 4 speeds 1:1:1:0.5", in
-    Link.ring; speeds=False: the key without them), the parameter server by mode, workers and
-    shards ("sync 4 2", in Link.messages)."""
-    if not case.collective:
-        return f"{case.mode} {case.workers} {case.shards}"
-    pattern = f" speeds {':'.join(f'{v:g}' for v in case.speeds)}" if speeds and case.speeds \
-        else ""
-    return f"{case.mode} {case.workers}{pattern}"
-
-
 CALIBRATION_SECONDS = 2.5  # about how long an overhead calibration measures (its steps)
 
 
 def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | None = None,
-             compute: float = 0.01, speeds: tuple | None = None) -> float:
+             compute: float = 0.01, speeds: tuple | None = None, accumulate: int = 1) -> float:
     """Seconds a message of `mode`'s protocol costs beside its bytes, measured beside the
     link: the protocol across `workers` hosts (and `shards` shard hosts), each shaped link
     like `link` (its `asked` rate), one minibatch of `compute` seconds a step, accumulate 1,
@@ -135,7 +122,9 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     framework's hooks and copies, a message crossing two shapers (both hosts' links), and the
     ranks' CPU work between collectives: with no straggler all W queue for two cores at once
     and the last one's wait is on the step's path; behind a straggler only its own is. So a
-    case with a straggler takes the latency measured with its `speeds` (`overhead_key`).
+    case with a straggler takes the latency measured with its `speeds` (`overhead_key`), and
+    an all-reduce case of k minibatches a step the one measured with `accumulate` k (see
+    ACCUMULATED).
     Parameter server: what a push or an answer costs besides what the ping-pong measured:
     the shard's and the worker's own work per message (Python threads, the update and its
     report, gloo) on shared cores; it grows with the load, so it is measured just before the
@@ -146,20 +135,25 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     latency cannot); the clock it is measured against gives the shaper's credit as `timing`
     does."""
     case, bare, steps, per_step = calibration(mode, workers, link, shards, steps, compute,
-                                              speeds)
+                                              speeds, accumulate)
     runs = 3 if not case.collective and steps * per_step < CALIBRATION_SECONDS / 2 else 1
     measured = min(step_time(measure(case, link, steps)) for _ in range(runs))
     return latency_for(case, bare, steps, measured)
 
 
 def calibration(mode: str, workers: int, link: Link, shards: int, steps: int | None,
-                compute: float, speeds: tuple | None = None) -> tuple[Case, Link, int, float]:
+                compute: float, speeds: tuple | None = None,
+                accumulate: int = 1) -> tuple[Case, Link, int, float]:
     """`overhead`'s case, its link at latency 0, its steps and the clock's step there."""
     one_of("mode", mode, MODES)
     if speeds is not None and mode not in COLLECTIVE:
         raise ValueError(f"speeds: only the collectives ({', '.join(COLLECTIVE)}) are "
                          f"calibrated with a straggler (got mode={mode!r})")
-    case = Case("overhead", mode, workers, 1 if mode in COLLECTIVE else shards,
+    if accumulate != 1 and (mode not in ACCUMULATED or isinstance(accumulate, bool)
+                            or not isinstance(accumulate, int) or not 1 <= accumulate <= 64):
+        raise ValueError(f"accumulate: only {', '.join(ACCUMULATED)} is calibrated with more "
+                         f"than 1 minibatch a step, 1-64 (got {accumulate!r} for mode={mode!r})")
+    case = Case("overhead", mode, workers, 1 if mode in COLLECTIVE else shards, accumulate,
                 compute=compute, bandwidth=link.asked,
                 speeds=None if speeds is None else tuple(speeds))
     bare = Link(0.0, link.bandwidth, link.asked, reduce_scatter=link.reduce_scatter)
@@ -180,13 +174,14 @@ def latency_for(case: Case, bare: Link, steps: int, measured: float) -> float:
     return max(0.0, (measured - at[0]) / per_second)
 
 
-def ring_latency(mode: str, workers: int, link: Link, steps: int = 20,
-                 compute: float = 0.01, speeds: tuple | None = None) -> float:
+def ring_latency(mode: str, workers: int, link: Link, steps: int = 20, compute: float = 0.01,
+                 speeds: tuple | None = None, accumulate: int = 1) -> float:
     """Seconds a ring step of all-reduce's or ZeRO(3)'s collectives costs beside its bytes,
     measured beside the link: `overhead` of DDP ("allreduce") or FSDP2 ("zero3") across
-    `workers` hosts, with `speeds` (a straggler) where given."""
+    `workers` hosts, with `speeds` (a straggler) and `accumulate` minibatches where given."""
     one_of("mode", mode, COLLECTIVE)
-    return overhead(mode, workers, link, steps=steps, compute=compute, speeds=speeds)
+    return overhead(mode, workers, link, steps=steps, compute=compute, speeds=speeds,
+                    accumulate=accumulate)
 
 
 def measure(case: Case, link: Link, steps: int, bandwidth: float | None = None):
