@@ -211,12 +211,38 @@ def press(driver, handle, key: str, what: str) -> None:
                              f"{driver.execute_script(HANDLE_STATE, handle)}") from exc
 
 
+# The layout settled after a resize: the window at the asked size (arguments[0], [1]) and the
+# boxes of the side panel, the notebook, the dashboards and their canvases (with the canvases'
+# own pixel sizes, which a redraw sets) unchanged for 8 samples in a row, one a frame and 50 ms
+# apart; false after 15 s without that.
+SETTLED = """
+const [w, h] = arguments;
+const boxes = () => JSON.stringify([outerWidth, outerHeight, ...[...document.querySelectorAll(
+    '#jp-left-stack, .jp-NotebookPanel:not(.lm-mod-hidden), .pslab-dashboard, '
+    + '.pslab-dashboard canvas')].map(el => {
+  const r = el.getBoundingClientRect();
+  return [r.x, r.y, r.width, r.height, el.width || 0, el.height || 0];
+})]);
+const deadline = performance.now() + 15000;
+let last = null, same = 0;
+while (performance.now() < deadline) {
+  const now = boxes();
+  same = outerWidth === w && outerHeight === h && now === last ? same + 1 : 0;
+  if (same >= 8) return true;
+  last = now;
+  await new Promise(done => requestAnimationFrame(() => setTimeout(done, 50)));
+}
+return false;
+"""
+
+
 def resize(driver, size: str) -> None:
-    """The window at SIZES[size], JupyterLab's file browser open (as a presenter has it)."""
+    """The window at SIZES[size], JupyterLab's file browser open (as a presenter has it), once
+    the layout has settled (JupyterLab re-lays the panels on resize, the dashboards redraw)."""
     driver.set_window_size(*SIZES[size])
     driver.execute_script("window.jupyterapp && window.jupyterapp.commands.execute("
                           "'filebrowser:activate');")
-    time.sleep(1.5)  # layout settles (JupyterLab re-lays the panels on resize)
+    driver.execute_script("return (async () => {" + SETTLED + "})();", *SIZES[size])
 
 
 def fit_problems(driver, size: str, scope: str | None = None) -> list[str]:

@@ -19,7 +19,7 @@ from bench.browser import chromium, evidence, free_port as _free_port, jupyterla
 from bench.browser import wait as _wait
 
 from jupyter_page import (HOVER, ROOT, RUN_ALL_TIMEOUT, SIZES, fit_problems, hover_and_zoom,
-                          open_notebook, require_browser, resize, shoot)
+                          open_notebook, require_browser, resize, shoot, shutdown_kernels)
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.processes]  # JupyterLab, Chromium, kernels
 
@@ -112,34 +112,48 @@ return {note: note.innerText, count: all.length,
 """
 
 
-@contextmanager
-def _saved(name: str, capsys):
-    """JupyterLab showing the widgets `name` saved (trusted, ipywidgets' "saveState" on), its
-    kernel not run, and a browser on it; yields the driver. A failure inside prints and keeps
-    what the server and the browser said (bench.browser.evidence)."""
+SAVED = ("02_sync_vs_async.ipynb", "05_classic_results.ipynb")  # opened before they run
+
+
+@pytest.fixture(scope="module")
+def saved_lab():
+    """JupyterLab showing the widgets a notebook saved (ipywidgets' "saveState" on), the
+    notebooks in SAVED trusted in its own trust database; yields (base_url, log_path)."""
     require_browser()
     with tempfile.TemporaryDirectory(prefix="pslab-saved-") as tmp:
         env = dict(os.environ, JUPYTER_DATA_DIR=tmp)  # its own trust database
-        subprocess.run([sys.executable, "-m", "jupyter", "trust", str(ROOT / "notebooks" / name)],
+        subprocess.run([sys.executable, "-m", "jupyter", "trust",
+                        *(str(ROOT / "notebooks" / name) for name in SAVED)],
                        env=env, check=True, capture_output=True, timeout=60)
-        with jupyterlab(ROOT / "notebooks", env, widget_state=True, log_level="DEBUG") as (
-                base, log_path), chromium(SIZES["large"]) as driver:
-            try:
-                open_notebook(driver, base, name)
-                yield driver
-            except Exception:
-                with capsys.disabled():
-                    print("\n" + evidence(driver, base, log_path, Path(name).stem))
-                raise
+        with jupyterlab(ROOT / "notebooks", env, widget_state=True,
+                        log_level="DEBUG") as served:
+            yield served
 
 
-def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
+@contextmanager
+def _saved(name: str, saved_lab, driver, capsys):
+    """Notebook `name` opened in `saved_lab` (its kernel started, no cell run) in the browser;
+    yields the driver. A failure inside prints and keeps what the server and the browser said
+    (bench.browser.evidence); the notebook's kernel is shut down after."""
+    base, log_path = saved_lab
+    driver.set_window_size(*SIZES["large"])
+    try:
+        open_notebook(driver, base, name)
+        yield driver
+    except Exception:
+        with capsys.disabled():
+            print("\n" + evidence(driver, base, log_path, Path(name).stem))
+        raise
+    finally:
+        shutdown_kernels(base)
+
+
+def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(saved_lab, browser, capsys):
     """Opened without a kernel run (trusted, ipywidgets' "saveState" on), notebook 02 draws its
     dashboard's timeline and curves from the data the notebook saved, and says at its top that
     it is a picture until the notebook runs (never "ready"); an untrusted notebook shows the
     static matplotlib picture instead (JupyterLab renders no widget there)."""
-    name = "02_sync_vs_async.ipynb"
-    with _saved(name, capsys) as driver:
+    with _saved(SAVED[0], saved_lab, browser, capsys) as driver:
         driver.execute_script(
             "const w = window.jupyterapp.shell.currentWidget; const i = w.content.widgets"
             ".findIndex(c => c.model.sharedModel.getSource().includes('pw.dashboard('));"
@@ -163,11 +177,11 @@ def test_a_saved_notebook_draws_its_dashboard_from_the_widget_state(capsys):
                ".pslab-dashboard")
 
 
-def test_notebook_05s_saved_knobs_say_they_are_pictures(capsys):
+def test_notebook_05s_saved_knobs_say_they_are_pictures(saved_lab, browser, capsys):
     """Notebook 05's knobs (ipywidgets.interactive over a matplotlib picture), opened before
     the notebook runs: each says at its top that it is a picture and what to press, and shows
     no broken-link marks (pslab.notebook.live_note, as the dashboards)."""
-    with _saved("05_classic_results.ipynb", capsys) as driver:
+    with _saved(SAVED[1], saved_lab, browser, capsys) as driver:
         # all three rendered: JupyterLab renders the saved widgets one after another, and a
         # wait that returned on the first count found 2 of 3 once (1 run in 7 at load 3-4)
         knobs = _wait(driver, "const n = document.querySelectorAll('.jp-NotebookPanel:not("
