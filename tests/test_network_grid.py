@@ -209,7 +209,8 @@ def test_a_case_whose_processes_fail_is_measured_again_once_then_reported_not_dr
     """The grid goes on past a failed case: measured again once (the row says why), and a
     case that fails twice is a row of its own, named in the summary, and the goal is not met."""
     import bench.network as grid
-    from pslab.processes import calibrate as calibration, hosts, network
+    import pslab.processes.calibrate as calibration
+    from pslab.processes import hosts, network
 
     tries: dict[str, int] = {}
 

@@ -97,7 +97,8 @@ def test_a_link_whose_calibration_fails_twice_fails_its_setting_s_cases_not_the_
     3.5) is tried once more; failing again, its setting's cases are rows saying so, and every
     other setting is measured."""
     import bench.network as grid
-    from pslab.processes import calibrate as calibration, hosts
+    import pslab.processes.calibrate as calibration
+    from pslab.processes import hosts
 
     cases = grid.draw(7, grid.QUICK_SETTINGS)
     bad = cases[3].bandwidth
