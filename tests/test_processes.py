@@ -57,6 +57,16 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _status(pid: int) -> str:
+    """State, parent and what it waits in (wchan) of a process, for a failure's message."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return "gone"
+    return f"state {fields[0]}, parent {fields[1]}, waiting in {wchan or '-'}"
+
+
 def helpers(pid: int) -> set[int]:
     """multiprocessing's forkserver and resource tracker: children of `pid` that live as long as
     it does. The run's processes are the forkserver's children (they share its command line)."""
@@ -326,7 +336,8 @@ def test_children_die_with_their_launcher(tmp_path):
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and any(alive(p) for p in everything):
             time.sleep(0.1)
-        assert [p for p in everything if alive(p)] == []  # the forkserver went too
+        left = [p for p in everything if alive(p)]  # the forkserver went too
+        assert left == [], [(p, _status(p), cmdline(p)[:120]) for p in left]
         # the killed launcher could not remove its private meeting folder: its children did
         assert list(private.glob("pslab-run-*")) == []
     finally:

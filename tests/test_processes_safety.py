@@ -190,14 +190,18 @@ def test_ctrl_c_during_a_cold_start_leaves_no_process_behind(tmp_path):
                       lambda: descendants(server) and launcher.poll() is None)
             kids = descendants(launcher.pid)  # those seen before the interrupt
             run = descendants(server)  # the run's processes, forked by the server
+            seen = [(p, _command(p)[:60]) for p in kids]  # for a failure's message
+            sent = time.monotonic()
             launcher.send_signal(signal.SIGINT)
             out, err = launcher.communicate(timeout=60)
+            took = time.monotonic() - sent
         finally:
             if launcher.poll() is None:
                 os.killpg(launcher.pid, signal.SIGKILL)
                 launcher.wait()
         # the interrupt reached the run (it returns the partial run, or raises), not its end
-        assert "run interrupted" in err or "INTERRUPTED" in out, (moment, out, err[-1500:])
+        assert "run interrupted" in err or "INTERRUPTED" in out, (
+            moment, out, err[-1500:], f"ended {took:.1f} s after the Ctrl-C", seen)
         # the run's processes are killed by the launcher before it returns: gone within 3 s;
         # the forkserver and multiprocessing's resource tracker end once they see their caller
         # gone, a forkserver still starting only after its `import torch` (seconds of CPU,
