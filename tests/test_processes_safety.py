@@ -130,7 +130,8 @@ def test_a_script_without_the_main_guard_works(tmp_path, method):
 COLD_START = """
 import pslab, sys
 try:
-    pslab.train(workers=3, steps=50, backend="processes", timeout=5, time_scale=0.05)
+    # long enough that a test starved under load still finds it running (the Ctrl-C ends it)
+    pslab.train(workers=3, steps=200, backend="processes", timeout=5, time_scale=0.05)
     print("FINISHED")
 except KeyboardInterrupt:
     print("INTERRUPTED")
@@ -201,7 +202,8 @@ def test_ctrl_c_during_a_cold_start_leaves_no_process_behind(tmp_path):
                 launcher.wait()
         # the interrupt reached the run (it returns the partial run, or raises), not its end
         assert "run interrupted" in err or "INTERRUPTED" in out, (
-            moment, out, err[-1500:], f"ended {took:.1f} s after the Ctrl-C", seen)
+            moment, out, err[-1500:], f"ended {took:.1f} s after the Ctrl-C, exit status "
+            f"{launcher.returncode} (-2: killed by the SIGINT itself)", seen)
         # the run's processes are killed by the launcher before it returns: gone within 3 s;
         # the forkserver and multiprocessing's resource tracker end once they see their caller
         # gone, a forkserver still starting only after its `import torch` (seconds of CPU,
