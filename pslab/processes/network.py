@@ -107,7 +107,7 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
              compute: float = 0.01, speeds: tuple | None = None, accumulate: int = 1) -> float:
     """Seconds a message of `mode`'s protocol costs beside its bytes, measured beside the
     link: the protocol across `workers` hosts (and `shards` shard hosts), each shaped link
-    like `link` (its `asked` rate), one minibatch of `compute` seconds a step, accumulate 1,
+    like `link` (its `asked` rate), `accumulate` minibatches of `compute` seconds a step,
     no straggler (a collective: `speeds`, below); its per-step time less the clock's at
     latency 0, over the clock's seconds per second of latency (the messages, or ring steps,
     on a step's path). Steps: the collectives 20 unless given; the parameter server as many
