@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,73 +16,23 @@ import torch
 import pslab
 from pslab.processes import ProcessFailure
 from pslab.tracefile import chrome_trace
+from proctree import alive, command, descendants, parent, status
 from test_trace import check_trace
 
 pytestmark = pytest.mark.timeout(120)  # a hang fails the test instead of stalling the suite
 HELPERS = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid`, found by reading /proc (not assumed)."""
-    parent = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parent.items() if pp == p]
-        out += kids
-        todo += kids
-    return out
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _status(pid: int) -> str:
-    """State, parent and what it waits in (wchan) of a process, for a failure's message."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        wchan = Path(f"/proc/{pid}/wchan").read_text()
-    except OSError:
-        return "gone"
-    return f"state {fields[0]}, parent {fields[1]}, waiting in {wchan or '-'}"
-
-
 def helpers(pid: int) -> set[int]:
     """multiprocessing's forkserver and resource tracker: children of `pid` that live as long as
     it does. The run's processes are the forkserver's children (they share its command line)."""
     return {p for p in descendants(pid) if parent(p) == pid
-            and any(h in cmdline(p) for h in HELPERS)}
-
-
-def parent(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return -1
+            and any(h in command(p) for h in HELPERS)}
 
 
 def leftovers(pid: int = os.getpid()) -> list[str]:
     skip = helpers(pid)
-    return [f"{p}: {cmdline(p)}" for p in descendants(pid) if alive(p) and p not in skip]
+    return [f"{p}: {command(p)}" for p in descendants(pid) if alive(p) and p not in skip]
 
 
 @pytest.fixture(autouse=True)
@@ -337,7 +286,7 @@ def test_children_die_with_their_launcher(tmp_path):
         while time.monotonic() < deadline and any(alive(p) for p in everything):
             time.sleep(0.1)
         left = [p for p in everything if alive(p)]  # the forkserver went too
-        assert left == [], [(p, _status(p), cmdline(p)[:120]) for p in left]
+        assert left == [], [(p, status(p), command(p)[:120]) for p in left]
         # the killed launcher could not remove its private meeting folder: its children did
         assert list(private.glob("pslab-run-*")) == []
     finally:

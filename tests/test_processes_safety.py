@@ -8,26 +8,9 @@ import time
 import pytest
 
 import pslab
+from proctree import alive, command, descendants, parent
 
 LISTEN = "0A"
-
-
-def descendants(pid: int) -> set[int]:
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                pass
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parents.items() if pp == p]
-        out.update(kids)
-        todo.extend(kids)
-    return out
 
 
 def socket_inodes(pid: int) -> set[str]:
@@ -75,7 +58,7 @@ def test_a_process_run_listens_on_loopback_only():
 
     def watch():
         while not stop.is_set():
-            pids = descendants(os.getpid()) | {os.getpid()}
+            pids = {os.getpid(), *descendants(os.getpid())}
             inodes = set().union(*(socket_inodes(p) for p in pids))
             seen.update(listening(inodes))
             time.sleep(0.05)
@@ -128,7 +111,10 @@ def test_a_script_without_the_main_guard_works(tmp_path, method):
 
 
 COLD_START = """
-import pslab, sys
+import pslab, signal, sys
+# Ctrl-C as in a terminal: a suite started in the background (`&`, nohup, a CI runner) hands
+# SIGINT on ignored (then the run rightly finishes: bench.flakes' loop once, 'FINISHED' 22 s on)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     # long enough that a test starved under load still finds it running (the Ctrl-C ends it)
     pslab.train(workers=3, steps=200, backend="processes", timeout=5, time_scale=0.05)
@@ -152,16 +138,8 @@ def _when(what: str, ready, timeout: float = 60.0):
 def _forkserver(pid: int) -> int | None:
     """The forkserver among pid's children (multiprocessing.forkserver's main), or None; the
     processes it forks carry its command line too, but are its children, not pid's."""
-    return next((kid for kid in descendants(pid) if _parent(kid) == pid
-                 and "multiprocessing.forkserver" in _command(kid)), None)
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except OSError:
-        return None
+    return next((kid for kid in descendants(pid) if parent(kid) == pid
+                 and "multiprocessing.forkserver" in command(kid)), None)
 
 
 @pytest.mark.processes
@@ -191,7 +169,7 @@ def test_ctrl_c_during_a_cold_start_leaves_no_process_behind(tmp_path):
                       lambda: descendants(server) and launcher.poll() is None)
             kids = descendants(launcher.pid)  # those seen before the interrupt
             run = descendants(server)  # the run's processes, forked by the server
-            seen = [(p, _command(p)[:60]) for p in kids]  # for a failure's message
+            seen = [(p, command(p)[:60]) for p in kids]  # for a failure's message
             sent = time.monotonic()
             launcher.send_signal(signal.SIGINT)
             out, err = launcher.communicate(timeout=60)
@@ -210,26 +188,58 @@ def test_ctrl_c_during_a_cold_start_leaves_no_process_behind(tmp_path):
         # longer under load: 60 s, as test_starter bounds it)
         for which, bound in ((run, 3.0), (kids, 60.0)):
             deadline = time.monotonic() + bound
-            while time.monotonic() < deadline and any(_alive(p) for p in which):
+            while time.monotonic() < deadline and any(alive(p) for p in which):
                 time.sleep(0.1)
-            left = {p: _command(p) for p in which if _alive(p)}
+            left = {p: command(p) for p in which if alive(p)}
             assert not left, f"after Ctrl-C at {moment}, processes {left} live on {bound:g} s"
 
 
-def _command(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")[:120]
-    except OSError:
-        return "(gone)"
+@pytest.mark.processes
+def test_a_ctrl_c_at_any_moment_of_a_start_stops_the_run(tmp_path):
+    """A Ctrl-C sent at exact points of a cold start (tests/ctrl_c_moments.py: hooks, not
+    timing): while the run is planned (make_job's simulation, whose clock has a Ctrl-C handler
+    of its own: the Ctrl-C was lost there, the run started on an empty plan), inside
+    multiprocessing's start of its resource tracker (SIGINT blocked: the signal waits),
+    right after the forkserver is spawned, as the first process is asked of the still-cold
+    forkserver, and a second one while the launcher stops the processes after a first (it cut
+    the stop short: a process and the run's folder were left). Each time the run stops (a
+    partial run with its warning, or KeyboardInterrupt), with no process and no folder left."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
 
-
-def _alive(pid: int) -> bool:
+    folder = tmp_path / "tmp"  # the script's temporary folder: nobody else's
+    folder.mkdir()
+    script = Path(__file__).with_name("ctrl_c_moments.py")
+    launcher = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                env=dict(os.environ, TMPDIR=str(folder)))
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+        out, err = launcher.communicate(timeout=240)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+    assert launcher.returncode == 0, err[-2000:]
+    found = json.loads(out.strip().splitlines()[-1])
+    helpers = found.pop("descendants")
+    # moment: [what train did, where the Ctrl-Cs were sent, processes left, folders left]
+    assert found == {"planning": ["KeyboardInterrupt", ["planning"], [], []],
+                     "tracker": ["partial run", ["tracker"], [], []],
+                     "server": ["partial run", ["server"], [], []],
+                     "fork": ["partial run", ["fork"], [], []],
+                     "fork, then stopping": ["KeyboardInterrupt", ["fork", "stopping"], [], []]
+                     }, err[-2000:]
+    # its forkservers and resource tracker end once they see it gone (a forkserver it left
+    # still importing torch, after that import: 60 s, as test_starter bounds it); then nothing
+    # is left in its temporary folder
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(alive(p) for p in helpers):
+        time.sleep(0.1)
+    assert [command(p)[:120] for p in helpers if alive(p)] == []
+    assert list(folder.iterdir()) == []
 
 
 @pytest.mark.processes
@@ -278,7 +288,7 @@ def test_async_finishes_without_a_sigstopped_worker_every_time(monkeypatch):
         failures = run.failures
         outcomes.append((bool(stopped), run.complete, len(failures),
                          "worker 2" in " ".join(failures) and "stopped answering" in
-                         " ".join(failures), _alive(stopped[0]) if stopped else None))
+                         " ".join(failures), alive(stopped[0]) if stopped else None))
     assert outcomes == [(True, False, 1, True, False)] * len(outcomes), outcomes
 
 

@@ -7,6 +7,7 @@ hands the gradients to each shard. Ranks 0..S-1 are server shards, S..S+W-1 are 
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 
 from ..layout import Layout
@@ -56,7 +57,11 @@ def make_job(settings: Settings) -> Job:
     settings gives the order of each sync round's pushes: the shards add gradients in that
     order, so a sync run on processes ends bit for bit where the simulated one does."""
     policy, workers, steps = settings.mode, settings.workers, settings.steps
-    timing = simulate(replace(settings, numerics=False, staleness_lr=False, processes=None))
+    with warnings.catch_warnings():  # its "run interrupted": this one is not the user's run
+        warnings.filterwarnings("ignore", "run interrupted", UserWarning)
+        timing = simulate(replace(settings, numerics=False, staleness_lr=False, processes=None))
+    if not timing.complete:  # a Ctrl-C stopped its clock (engine.stop_on_interrupt): the
+        raise KeyboardInterrupt  # user's, to stop the launch, before any process starts
     layout = timing.layout
     total = layout.size
     order = None

@@ -73,7 +73,9 @@ def main_module_hidden() -> Iterator[None]:
 def ctrl_c_held() -> Iterator[list]:
     """A Ctrl-C while processes start waits until the one starting is on the list (at most one
     start: ~6 s for the first, cold one): interrupted inside `Process.start`, a child already
-    forked would be unknown to `stop` and live on until its own timeout."""
+    forked would be unknown to `stop` and live on until its own timeout. Likewise while they are
+    stopped: interrupted there, the rest would live on. Raised as KeyboardInterrupt at the
+    block's end."""
     asked: list = []
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
@@ -175,8 +177,8 @@ class Launch:
             except ProcessFailure as e:
                 e.run = self.result(False)
                 raise
-            finally:
-                with self.term.held():
+            finally:  # a Ctrl-C here (a second one) waits until all is stopped and removed
+                with ctrl_c_held(), self.term.held():
                     self.stop()
                     if self.bar is not None:
                         self.bar.close()
@@ -185,7 +187,7 @@ class Launch:
     def start(self, meeting: Meeting) -> None:
         method = self.job.options.start_method
         ctx = context(SERVER, method)
-        with main_module_hidden(), ctrl_c_held() as asked:
+        with ctrl_c_held() as asked, main_module_hidden():
             for rank in range(self.job.world):
                 if asked:  # Ctrl-C: start no more; those started are stopped by run()
                     break
