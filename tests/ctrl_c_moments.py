@@ -115,7 +115,8 @@ for name, points in MOMENTS.items():
         except Exception as error:  # (a Ctrl-C lost in planning: the run went on, empty)
             how = f"{type(error).__name__}: {error}"[:300]
     left = [f"{p}: {command(p)[:80]}" for p in run_processes()]
-    found[name] = [how, list(sent), left, glob.glob(tempfile.gettempdir() + "/pslab-run-*")]
+    found[name] = [how, list(sent), left, glob.glob(tempfile.gettempdir() + "/**/pslab-run-*",
+                                                       recursive=True)]
 # what the test waits to see end after this process: the helpers, and whatever else is left
 found["descendants"] = descendants(os.getpid())
 print(json.dumps(found))

@@ -287,11 +287,36 @@ def test_children_die_with_their_launcher(tmp_path):
             time.sleep(0.1)
         left = [p for p in everything if alive(p)]  # the forkserver went too
         assert left == [], [(p, status(p), command(p)[:120]) for p in left]
-        # the killed launcher could not remove its private meeting folder: its children did
-        assert list(private.glob("pslab-run-*")) == []
+        # the killed launcher could not remove its private meeting folder (in its pymp-*
+        # folder): its forkserver did, with that folder, once all its processes had ended
+        assert [p.name for p in private.rglob("*")] == []
     finally:
         launcher.kill()
         launcher.wait(10)
+
+
+@pytest.mark.processes
+def test_a_process_whose_meeting_folder_is_gone_stops_at_once(tmp_path):
+    """torch's FileStore waits 5 min for a folder that is not there, holding the GIL: no thread
+    of the process runs meanwhile, not even the watchdog that ends it with its launcher. So a
+    process still starting when its launcher was killed, opening its meeting point after
+    another had removed the folder, outlived the launcher (test_children_die_with_their_launcher
+    once: it, the forkserver and the resource tracker, both kept by its pipes, 20 s on). The
+    folders are no longer removed that way (Launch.tempdir); and a folder gone stops the
+    process at once."""
+    gone = str(tmp_path / "gone" / "store")
+    code = ("import time\nfrom datetime import timedelta\n"
+            "from pslab.processes.child import Meeting\n"
+            "started = time.monotonic()\ntry:\n"
+            f"    Meeting('127.0.0.1', file={gone!r}).store(2, timedelta(seconds=60))\n"
+            "except RuntimeError as error:\n"
+            "    print(f'{time.monotonic() - started:.2f}', error)\n")
+    # (the store's wait is 5 min: 60 s bound the test, an import of torch under load included)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    took, _, words = out.stdout.strip().partition(" ")
+    assert "meeting folder" in words and "is gone" in words, out.stderr[-1500:]
+    assert float(took) < 1.0
 
 
 @pytest.mark.processes

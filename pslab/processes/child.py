@@ -43,6 +43,11 @@ class Meeting(NamedTuple):
 
     def store(self, world: int, timeout: timedelta):
         if self.file is not None:
+            # torch's FileStore waits (5 min) for a folder that is not there, holding the GIL:
+            # no thread of this process runs meanwhile, its watchdog included (watch)
+            if not os.path.isdir(os.path.dirname(self.file)):
+                raise RuntimeError(f"the run's meeting folder {os.path.dirname(self.file)} is "
+                                   f"gone: its launcher has ended")
             return dist.FileStore(self.file, world)
         return dist.TCPStore(self.host, self.port, is_master=False, timeout=timeout)
 
@@ -52,8 +57,9 @@ def main(job: Job, rank: int, meeting: Meeting | None, sink: Any,
     """Entry point of every process (a module-level function, so spawn/forkserver can find it).
     sink: the pipe to the launcher, or under torchrun the path of this rank's report file."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    if launcher is not None:
-        watch(launcher, os.path.dirname(meeting.file) if meeting and meeting.file else None)
+    if launcher is not None:  # (from a forkserver the forkserver removes the folder: launcher)
+        mine = meeting and meeting.file and job.options.start_method != "forkserver"
+        watch(launcher, os.path.dirname(meeting.file) if mine else None)
         quiet()
     torch.set_num_threads(1)  # 2 cores, many processes: one thread each (PyTorch's advice)
     role, index = job.role(rank)
@@ -158,7 +164,10 @@ def watch(pid: int, leftover: str | None = None) -> None:
     """End this process when process `pid` (the launcher) ends, however it ends. A launcher
     killed outright (SIGKILL: an out-of-memory kill, a kernel restart) cannot remove its private
     meeting folder, `leftover`: the children it leaves do (each tries; the first one wins), so
-    a course server's /tmp does not fill with them."""
+    a course server's /tmp does not fill with them. Only spawned children: one that removes it
+    while another is still starting makes that one's FileStore wait 5 min holding the GIL, its
+    watchdog unable to end it (Meeting.store), so forked ones leave it to their forkserver
+    (Launch.tempdir)."""
     def wait() -> None:
         try:
             fd = os.pidfd_open(pid)

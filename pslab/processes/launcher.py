@@ -164,7 +164,8 @@ class Launch:
         # SIGTERM (a notebook kernel shut down, a job killed) ends the caller once every
         # process is stopped and the folder removed
         with self.term:
-            folder, started = tempfile.mkdtemp(prefix="pslab-run-"), time.perf_counter()
+            folder, started = tempfile.mkdtemp(prefix="pslab-run-", dir=self.tempdir()), \
+                time.perf_counter()
             try:
                 self.start(Meeting(self.job.options.address, file=os.path.join(folder, "store")))
                 self.watch(started)
@@ -183,6 +184,19 @@ class Launch:
                     if self.bar is not None:
                         self.bar.close()
                     shutil.rmtree(folder, ignore_errors=True)
+
+    def tempdir(self) -> str | None:
+        """Where the run's private folder goes. From a forkserver: inside multiprocessing's own
+        temporary folder of this process, which the forkserver (preload.py) removes once this
+        process and every process it forked have ended, so a launcher killed outright leaves
+        none, and its processes need not remove it themselves: one of them would remove it
+        while a slower one is about to open its meeting point there (child.Meeting.store). With
+        spawn: the usual temporary folder (its processes remove it, child.watch)."""
+        if self.job.options.start_method == "forkserver":
+            from multiprocessing import util
+
+            return util.get_temp_dir()
+        return None
 
     def start(self, meeting: Meeting) -> None:
         method = self.job.options.start_method
