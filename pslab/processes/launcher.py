@@ -73,9 +73,8 @@ def main_module_hidden() -> Iterator[None]:
 def ctrl_c_held() -> Iterator[list]:
     """A Ctrl-C while processes start waits until the one starting is on the list (at most one
     start: ~6 s for the first, cold one): interrupted inside `Process.start`, a child already
-    forked would be unknown to `stop` and live on until its own timeout. Likewise while they are
-    stopped: interrupted there, the rest would live on. Raised as KeyboardInterrupt at the
-    block's end."""
+    forked would be unknown to `stop` and live on until its own timeout; likewise while they
+    are stopped. Raised as KeyboardInterrupt at the block's end."""
     asked: list = []
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
@@ -164,8 +163,8 @@ class Launch:
         # SIGTERM (a notebook kernel shut down, a job killed) ends the caller once every
         # process is stopped and the folder removed
         with self.term:
-            folder, started = tempfile.mkdtemp(prefix="pslab-run-", dir=self.tempdir()), \
-                time.perf_counter()
+            folder = tempfile.mkdtemp(prefix="pslab-run-", dir=self.tempdir())
+            started = time.perf_counter()
             try:
                 self.start(Meeting(self.job.options.address, file=os.path.join(folder, "store")))
                 self.watch(started)
@@ -186,17 +185,13 @@ class Launch:
                     shutil.rmtree(folder, ignore_errors=True)
 
     def tempdir(self) -> str | None:
-        """Where the run's private folder goes. From a forkserver: inside multiprocessing's own
-        temporary folder of this process, which the forkserver (preload.py) removes once this
-        process and every process it forked have ended, so a launcher killed outright leaves
-        none, and its processes need not remove it themselves: one of them would remove it
-        while a slower one is about to open its meeting point there (child.Meeting.store). With
-        spawn: the usual temporary folder (its processes remove it, child.watch)."""
-        if self.job.options.start_method == "forkserver":
-            from multiprocessing import util
+        """Forkserver: multiprocessing's temporary folder of this process, which the forkserver
+        removes once this process and all it forked have ended (preload.py), so no process
+        removes it under a sibling still opening its meeting point (child.Meeting.store).
+        Spawn: the usual one (its processes remove the run's folder, child.watch)."""
+        from multiprocessing import util
 
-            return util.get_temp_dir()
-        return None
+        return util.get_temp_dir() if self.job.options.start_method == "forkserver" else None
 
     def start(self, meeting: Meeting) -> None:
         method = self.job.options.start_method
