@@ -136,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, ended)
+    # Ctrl-C as a terminal has it, whoever started the loop: a shell's background job (`cmd &`,
+    # nohup) ignores SIGINT, an ignored signal stays ignored across exec, and the tests that
+    # press Ctrl-C on a run would then see it ignored (a handled one is reset to the default)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     busy: list[subprocess.Popen] = []
     in_row, last, failed = 0, None, False
     with tempfile.TemporaryDirectory(prefix="pslab-flakes-") as tmp:

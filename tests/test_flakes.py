@@ -147,3 +147,23 @@ def test_the_check_fails_exactly_the_unmarked_tests_that_start_processes(tmp_pat
     assert "forkserver" in checked.stdout  # multiprocessing's own start is named
     idle = "marked, started none this session (1):\n  test_c.py::test_marked_but_idle"
     assert idle in checked.stdout
+
+
+CTRL_C = """
+import signal, pytest
+@pytest.mark.processes
+def test_ctrl_c_as_a_terminal_has_it():
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+"""
+
+
+@pytest.mark.processes
+def test_the_tests_get_ctrl_c_though_the_loop_was_started_in_the_background(tmp_path):
+    """Started as a shell's background job starts it (SIGINT ignored, which exec keeps), the
+    loop still hands its pytest Ctrl-C as a terminal has it: the tests that interrupt a run
+    would otherwise see their Ctrl-C ignored (the cold-start test's 'FINISHED' in session 39)."""
+    cmd, env = runner(tmp_path, CTRL_C, "--passes", "1", "--busy", "0")
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    lines = (tmp_path / "log").read_text().splitlines()
+    assert " pass 1: PASS " in lines[1], (done.stdout, done.stderr)
