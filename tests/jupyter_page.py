@@ -271,6 +271,73 @@ def shoot(driver, name: str, size: str, selector: str) -> None:
         driver.set_window_size(*SIZES[size])
 
 
+# The saved widget views of the notebook in front (trusted, ipywidgets' "saveState" on), once
+# JupyterLab's widget manager has restored the state the notebook saved and every view has
+# settled (none still "Loading widget..."); null before. jupyterlab_widgets 3.0.x has a
+# check-then-act race there: a view's renderer looks for its model every 100 ms for 2 s, then, if
+# the manager says it has restored, gives up for good ("Error displaying widget: model not
+# found"); when the restore registers the saved models just after a renderer's last look and
+# finishes before it wakes, the view is dead though its model is there (all 3 of notebook 05's
+# knobs at once, load 3-11; a teacher sees the same, and a reload brings them back).
+# `dead`: those views' model ids; arguments[0] true: draw them again, as jupyterlab_widgets' own
+# re-render does (`redrawn`). `missing`: a view whose model the saved state lacks; `broken`: any
+# other widget error. The manager is found through the notebook's widget renderer (its private
+# `_manager`: none there -> an error, not a silent pass).
+SAVED_VIEWS = """
+const D = 'application/vnd.jupyter.widget-view+json';
+const w = window.jupyterapp.shell.currentWidget;
+if (!w || !w.content || !w.content.rendermime) return null;
+const probe = w.content.rendermime.createRenderer(D);
+if (!probe._manager) throw new Error('jupyterlab_widgets changed: no _manager on its renderer');
+const manager = await Promise.race([probe._manager.promise,
+                                    new Promise(done => setTimeout(done, 100))]);
+probe.dispose();
+if (!manager || !manager.restoredStatus) return null;
+const out = {views: 0, loading: 0, dead: [], redrawn: 0, missing: [], broken: []};
+for (const cell of w.content.widgets) {
+  if (cell.model.type !== 'code' || !cell.outputArea) continue;
+  const area = cell.outputArea;
+  area.widgets.forEach((item, j) => {
+    const output = j < area.model.length ? area.model.get(j) : null;
+    const view = output && output.data[D];
+    if (!view || !view.model_id) return;
+    out.views += 1;
+    const renderer = [...item.children()].find(c => c.mimeType === D && 'renderModel' in c);
+    const text = renderer ? renderer.node.textContent : 'Loading widget...';
+    if (text.startsWith('Loading widget')) out.loading += 1;
+    else if (text.startsWith('Error displaying widget: model not found')) {
+      if (!manager.has_model(view.model_id)) out.missing.push(view.model_id);
+      else if (!arguments[0]) out.dead.push(view.model_id);
+      else {
+        renderer.node.textContent = '';
+        renderer.removeClass('jupyter-widgets');
+        renderer.renderModel(output);
+        out.redrawn += 1;
+      }
+    } else if (text.startsWith('Error displaying widget')) out.broken.push(text.slice(0, 200));
+  });
+}
+return out.loading ? null : out;
+"""
+
+
+def saved_views(driver, name: str, timeout: float = 90) -> int:
+    """Wait until the notebook in front has restored its saved widget state and every saved
+    view has settled (SAVED_VIEWS); redraw the views jupyterlab_widgets' renderer race left
+    dead. Fails on a view whose model the saved state lacks, or on any other widget error.
+    Returns how many views were redrawn (0 but for the race)."""
+    script = "return (async () => {" + SAVED_VIEWS + "})();"
+    state = _wait(driver, script, (False,), timeout=timeout,
+                  what=f"{name}: the saved widget state restored and its views settled")
+    assert state["views"] > 0, f"{name}: no saved widget view"
+    assert state["missing"] == [] and state["broken"] == [], f"{name}: {state}"
+    if not state["dead"]:
+        return 0
+    redrawn = driver.execute_script(script, True)
+    assert redrawn and redrawn["redrawn"] == len(state["dead"]), f"{name}: {state} {redrawn}"
+    return redrawn["redrawn"]
+
+
 def open_notebook(driver, base: str, name: str) -> None:
     """Open a notebook in a fresh workspace and wait for its kernel; one retry."""
     for attempt in (1, 2):

@@ -19,7 +19,8 @@ from bench.browser import chromium, evidence, free_port as _free_port, jupyterla
 from bench.browser import wait as _wait
 
 from jupyter_page import (HOVER, ROOT, RUN_ALL_TIMEOUT, SIZES, fit_problems, hover_and_zoom,
-                          open_notebook, require_browser, resize, shoot, shutdown_kernels)
+                          open_notebook, require_browser, resize, saved_views, shoot,
+                          shutdown_kernels)
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.processes]  # JupyterLab, Chromium, kernels
 
@@ -132,13 +133,20 @@ def saved_lab():
 
 @contextmanager
 def _saved(name: str, saved_lab, driver, capsys):
-    """Notebook `name` opened in `saved_lab` (its kernel started, no cell run) in the browser;
-    yields the driver. A failure inside prints and keeps what the server and the browser said
+    """Notebook `name` opened in `saved_lab` (its kernel started, no cell run) in the browser,
+    its saved widget state restored and every saved view drawn (jupyter_page.saved_views: a
+    view jupyterlab_widgets' renderer race left dead is drawn again, and said); yields the
+    driver. A failure inside prints and keeps what the server and the browser said
     (bench.browser.evidence); the notebook's kernel is shut down after."""
     base, log_path = saved_lab
     driver.set_window_size(*SIZES["large"])
     try:
         open_notebook(driver, base, name)
+        redrawn = saved_views(driver, name)
+        if redrawn:
+            with capsys.disabled():
+                print(f"\n{name}: {redrawn} saved view(s) drawn again: jupyterlab_widgets' "
+                      "renderer gave up on them while the saved state was being restored")
         yield driver
     except Exception:
         with capsys.disabled():
