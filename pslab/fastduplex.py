@@ -10,13 +10,12 @@ and books the update on its own line; when every shard has taken it, it is in th
 A shard's push line is first come first served and only arrivals book its update line, so what
 a push finds when it arrives (the shard's version, so its lag; where its update goes) is known
 the moment it is sent, and pushes complete in the order they were sent. The loop books each
-arrival when its push is sent, on its shard's books (fastbooks.Books: per shard, its arrivals'
-times in a list), and the push joins the history then; a fetch finds by bisection what each
-shard's arrivals up to its moment left it. Only a worker's two events are left, in a heap of
-their times alone (fastlog.take_hot). Where the loop stops before the last arrival (a moment
-`until`, a stop, another kind of event), the arrivals after the cut are taken back
-(`Books.cut`): the shards, the pushes on their way, the history and the rows are the actors'
-at that moment, and those arrivals wait on the clock.
+arrival when its push is sent, on its shard's books (`_Books`: a FIFO of arrivals per shard),
+and the push joins the history then; a fetch reads each shard's books up to its moment. Only a
+worker's two events are left, in a heap of their times alone (fastlog.take_hot). Where the
+loop stops before the last arrival (a moment `until`, a stop, another kind of event), the
+arrivals after the cut are taken back (`_Books.cut`): the shards, the pushes on their way, the
+history and the rows are the actors' at that moment, and those arrivals wait on the clock.
 
 Each worker's event logs its transfers' starts and numpy makes its rows (fastlog.Rows), the
 updates' rows placed among them by their arrival. The rows, the history, the staleness and
@@ -29,7 +28,6 @@ Layer: actors (below simulation.py, which calls it), above the clock and the tim
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from heapq import heappop, heapreplace
 from typing import Any
 
@@ -88,7 +86,7 @@ def _segment(sim: Any, until: float | None) -> bool:
     finally:
         cut = moment[2] or (moment[0], math.inf)  # None: cut short (a 2nd Ctrl-C)
         clock.put_back(pending(*hot[1:]) + books.cut(cut))
-        rows.add(log, books.due(cut))
+        rows.add(log, books.notes)
         clock.now, clock.scheduled = max(moment[0], books.last_arrival()), moment[1]
 
 
@@ -100,12 +98,9 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
     (times, at, tied), (now, seq, _) = hot, moment
     (start_event, computed_event), queue, ticks = fns, sim.clock.queue, books.ticks
     steps, k, durations, fetched = sim.steps, sim.accumulate, sim.durations, sim.fetched
-    push, reads = books.push, books.reads
-    # per worker, per shard: its fetch job and the shard's books (its arrivals' times, its
-    # update line's free times and versions after each), looked up once, not per fetch
-    fetches = [[(*job, books.times[job[0]], books.readies[job[0]],
-                 books.read_versions[job[0]]) for job in route]
-               for route in sim.routes["fetch"]]
+    fifos, arrived, versions, push = books.fifos, books.arrived, sim.server.versions, books.push
+    # per worker, per shard: its fetch job and the shard's books, looked up once, not per fetch
+    fetches = [[(*job, fifos[job[0]]) for job in route] for route in sim.routes["fetch"]]
     shards = books.shards
     pushers = [~len(fetches) - rank for rank in range(len(fetches))]  # who: Rows.add, made once
     limit = math.inf if until is None else until
@@ -131,21 +126,8 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                     heappop(times)
                     continue
                 log += (rank, step, now)
-                end, mine = now, fetched[rank]
-                # each shard first takes the pushes that have arrived by now (urgent: those at
-                # now first), then answers once their updates are applied, in its fetch line
-                # (Resource.book); log each start. Inlined: a call costs as much as the rest
-                for s, line, seconds, arrivals, readies, versions in fetches[rank]:
-                    n = reads[s] = bisect_right(arrivals, now, reads[s])  # arrivals by now
-                    ready = readies[n]
-                    mine[s] = versions[n]  # the versions it reads
-                    a = ready if ready > now else now
-                    if line.free_at > a:
-                        a = line.free_at
-                    b = line.free_at = a + seconds
-                    log.append(a)
-                    if b > end:
-                        end = b
+                end = _fetch(fetches[rank], now, log, arrived, versions)
+                fetched[rank][:] = versions  # in place: no new list per fetch
                 t = end + durations[rank][step] if k == 1 else \
                     accumulated(end, durations[rank], step, k)
                 item = t, seq, computed_event, args  # the same worker and step
@@ -155,10 +137,34 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                 seq += shards
                 item = t, seq, start_event, (rank, step + 1)
                 if len(log) > FLUSH:
-                    books.rows.add(log, books.due((now, math.inf)))
+                    books.rows.add(log, books.notes, now)
             seq += 1
             if at.setdefault(t, item) is not item:  # another event is due then: after it
                 tied.setdefault(t, []).append(item)
             heapreplace(times, t)
     finally:
         moment[:2] = now, seq
+
+
+def _fetch(route: list, now: float, log: list, arrived: list, versions: list) -> float:
+    """Book a worker's fetches, one per shard (`route`: shard, line, cost, the shard's books):
+    each shard first takes the pushes that have arrived by now (its books), then answers once
+    their updates are applied, in its fetch line (Resource.book, inlined); log each start;
+    return when the last one ends."""
+    end = now
+    for s, line, seconds, fifo in route:
+        if fifo and fifo[0][0] <= now:  # urgent: arrivals at now come first
+            book = fifo.popleft()
+            while fifo and fifo[0][0] <= now:
+                book = fifo.popleft()
+            arrived[s] = book
+            versions[s] = book[2]
+        ready = arrived[s][3]
+        a = ready if ready > now else now
+        if line.free_at > a:
+            a = line.free_at
+        b = line.free_at = a + seconds
+        log.append(a)
+        if b > end:
+            end = b
+    return end

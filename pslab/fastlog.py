@@ -28,12 +28,6 @@ def same_costs(sim: Any) -> bool:
     return all([c for _, _, c in f] == [c for _, _, c in p] for f, p in zip(fetches, pushes))
 
 
-def doubles(values: list) -> np.ndarray:
-    """A list of floats and small ints as doubles: struct packs them ~2x faster than numpy
-    makes an array of the list."""
-    return np.frombuffer(struct.pack(f"{len(values)}d", *values))
-
-
 def take_hot(clock: Any, hot: tuple) -> tuple[list[float], dict, dict]:
     """Take the events of the `hot` kinds off the clock (left with the others) into a heap of
     their times alone, `at` each time the event due then, and `tied`: the further events due
@@ -127,26 +121,31 @@ class Rows:
         self.accumulate, self.timeline = sim.accumulate, timeline
         self.logged = 0  # the log's values made into rows so far
 
-    def add(self, log: list, updates: np.ndarray | None = None) -> None:
+    def add(self, log: list, updates: list | None = None, upto: float = math.inf) -> None:
         """Add the rows of the logged events to the timeline, in the order the actors add them,
-        and empty `log`. updates ("apart"): the update spans booked on the way, one row each
-        (arrival, order, mark, shard, step, start; mark: the log's length, counted from the
-        run's start, when its push was logged): they go in among the events' rows where they
-        arrive (fastbooks.Books.due gives those due by the log's last event)."""
+        and empty `log`. updates ("apart"): the update spans booked on the way, flat (arrival,
+        order, mark, shard, step, start; mark: the log's length, counted from the run's start,
+        when its push was logged): those that arrive by `upto` go in among the events' rows
+        where they arrive, and leave `updates`."""
         del log[len(log) - len(log) % self.width:]  # an event cut short (a 2nd Ctrl-C): no row
-        L = doubles(log).reshape(-1, self.width)
+        # struct packs a list of floats and small ints into doubles ~2x faster than numpy
+        L = np.frombuffer(struct.pack(f"{len(log)}d", *log)).reshape(-1, self.width)
         items, kept = self.items(L)
-        if updates is not None and len(updates):
-            items = self._place(items, kept, L[:, 2], updates)
+        if updates:
+            items = self._place(items, kept, L[:, 2], updates, upto)
         self.timeline.rows.frombytes(memoryview(items.view(np.uint8)))  # no copy in between
         self.logged += len(log)
         del log[:]
 
-    def _place(self, items: np.ndarray, kept: np.ndarray, now: np.ndarray,
-               U: np.ndarray) -> np.ndarray:
-        """`items` with the rows of the updates `U` put in where they arrive: after the events
-        before their moment (urgent: before those at it) and after their push (sent at that
-        moment, at no cost), in the order they arrive."""
+    def _place(self, items: np.ndarray, kept: np.ndarray, now: np.ndarray, updates: list,
+               upto: float) -> np.ndarray:
+        """`items` with the rows of the updates that arrive by `upto` put in where they arrive:
+        after the events before their moment (urgent: before those at it) and after their push
+        (sent at that moment, at no cost), in the order they arrive."""
+        U = np.frombuffer(struct.pack(f"{len(updates)}d", *updates)).reshape(-1, 6)
+        due = U[:, 0] <= upto
+        updates[:] = U[~due].ravel().tolist()
+        U = U[due]
         U = U[np.lexsort((U[:, 1], U[:, 0]))]  # by (arrival, order): the clock's order
         s, step, start = U[:, 3].astype(np.intp), U[:, 4], U[:, 5]
         rows = np.empty((len(U), 3))
