@@ -171,7 +171,7 @@ def with_overhead(case, link):
     # 0.3-0.7 ms at 5 ms, 0.8-1.2 at 10; the grid's error carries that.)
     # The collectives with the case's straggler, if any (network.overhead: the ranks' CPU
     # work between collectives is on a step's path for all W together, for a straggler alone).
-    # All-reduce at the case's minibatches a step (network.ACCUMULATED: each one's CPU work).
+    # At the case's minibatches a step (network.ACCUMULATED: each one's CPU work).
     speeds = case.speeds if case.collective else None
     more = dict(accumulate=case.accumulate) if case.mode in network.ACCUMULATED else {}
     seconds, _ = twice(lambda: network.overhead(case.mode, case.workers, link, case.shards,

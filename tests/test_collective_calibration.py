@@ -3,7 +3,8 @@
 rank has CPU work, and with no straggler all W ranks queue for the two cores at once, the last
 one's wait on the step's path; behind a straggler only the straggler's is. Files measured
 before keep their meaning: a straggler case without its own calibration takes the plain one.
-All-reduce is calibrated at its case's minibatches a step too (network.ACCUMULATED)."""
+All-reduce and ZeRO(3) are calibrated at their case's minibatches a step too
+(network.ACCUMULATED)."""
 import pytest
 
 from pslab.processes import network
@@ -49,29 +50,29 @@ def test_the_bench_calibrates_a_collective_with_its_case_s_straggler(monkeypatch
     case = network.Case("c", mode, 4, 1, speeds=STRAGGLER, bandwidth=8.8e6, compute=0.03)
     bare = Link(0.0, 1e6, 8.8e6)
     link = grid.with_overhead(case, bare)
-    more = dict(accumulate=1) if mode == "allreduce" else {}
+    more = dict(accumulate=1) if mode in network.ACCUMULATED else {}
     assert seen == [dict(compute=0.01, speeds=STRAGGLER if case.collective else None, **more)]
     assert network.timing(case, link)["latency"] == 1e-3
     assert grid.with_overhead(case, link) is link and len(seen) == 1  # measured once
 
 
-def test_all_reduce_is_calibrated_at_its_case_s_minibatches_and_older_links_still_serve():
-    """A DDP minibatch has CPU work beside its slept compute: all-reduce's ring latency is
-    measured at the case's minibatches a step (its own key); ZeRO(3) and the parameter server
-    keep theirs; a Link measured before (no such key) gives the key without them."""
+def test_the_collectives_are_calibrated_at_their_case_s_minibatches_and_older_links_serve():
+    """A DDP or FSDP2 minibatch has CPU work beside its slept compute: the collectives' ring
+    latency is measured at the case's minibatches a step (its own key); the parameter server
+    keeps its key; a Link measured before (no such key) gives the key without them."""
     import bench.network as grid
 
     ring = network.Case("c", "allreduce", 4, accumulate=3, speeds=STRAGGLER, bandwidth=8.8e6)
     assert network.overhead_keys(ring) == ["allreduce 4 k3 speeds 1:1:1:0.5",
                                            "allreduce 4 speeds 1:1:1:0.5", "allreduce 4"]
-    for mode, key in (("zero3", "zero3 4"), ("sync", "sync 4 1")):
+    for mode, key in (("zero3", "zero3 4 k3"), ("sync", "sync 4 1")):
         assert network.overhead_key(network.Case("c", mode, 4, accumulate=3)) == key
     assert network.timing(ring, LINK)["latency"] == 0.0007  # measured before: its straggler's
     ours = Link(0.0, 1e6, 8.8e6, ring={**LINK.ring, "allreduce 4 k3 speeds 1:1:1:0.5": 0.002})
     assert network.timing(ring, ours)["latency"] == 0.002
     case, _, steps, _ = network.calibration("allreduce", 4, LINK, 1, None, 0.01, None, 3)
     assert case.accumulate == 3 and case.speeds is None and steps == 20
-    for mode, k in (("zero3", 2), ("sync", 2), ("allreduce", 0), ("allreduce", True)):
+    for mode, k in (("zero3", 0), ("sync", 2), ("allreduce", 0), ("allreduce", True)):
         with pytest.raises(ValueError, match="accumulate"):
             network.calibration(mode, 4, LINK, 1, None, 0.01, None, k)
     seen = []

@@ -173,9 +173,8 @@ def test_the_shaper_s_credit_brings_the_low_rate_cases_of_a_saved_grid_to_the_wi
 @pytest.mark.parametrize("mode", ["allreduce", "zero3"])
 def test_the_collectives_ring_latency_is_measured_and_brings_the_clock_to_the_wire(mode):
     """DDP / FSDP2 across 2 hosts at 4 Mbit/s, 2 minibatches of 20 ms a step: the ring latency
-    measured beside the link (a run of 10 ms minibatches, one a step for FSDP2, the case's two
-    for DDP: network.ACCUMULATED) brings the simulated step within
-    25 % of the measured one; for ZeRO(3), where bytes alone leave it 30-45 % short, closer
+    measured beside the link (a run of 10 ms minibatches, the case's two a step:
+    network.ACCUMULATED) brings the simulated step within 25 % of the measured one; for ZeRO(3), where bytes alone leave it 30-45 % short, closer
     than bytes alone (DDP between 2 hosts: bytes alone are 5-10 % short, within the noise).
     Each prediction is made as the bench makes it: from the calibration taken just before
     the run it predicts, so that both meet the machine's load of that moment; three such

@@ -123,8 +123,7 @@ def overhead(mode: str, workers: int, link: Link, shards: int = 1, steps: int | 
     ranks' CPU work between collectives: with no straggler all W queue for two cores at once
     and the last one's wait is on the step's path; behind a straggler only its own is. So a
     case with a straggler takes the latency measured with its `speeds` (`overhead_key`), and
-    an all-reduce case of k minibatches a step the one measured with `accumulate` k (see
-    ACCUMULATED).
+    a case of k minibatches a step the one measured with `accumulate` k (see ACCUMULATED).
     Parameter server: what a push or an answer costs besides what the ping-pong measured:
     the shard's and the worker's own work per message (Python threads, the update and its
     report, gloo) on shared cores; it grows with the load, so it is measured just before the

@@ -3,16 +3,18 @@ its mode, workers, shards, minibatches a step and speeds), under the key its cal
 saved with in Link.ring (the collectives, per ring step) or Link.messages (the parameter
 server, per message)."""
 COLLECTIVE = ("allreduce", "zero3")  # no server: every worker's own link is shaped
-# Calibrated at the case's minibatches a step: each DDP minibatch has CPU work beside its slept
-# compute (forward, backward, the no_sync hooks) that a 1-minibatch calibration puts into its one
-# ring; quiet recorded rows, implied / calibrated ring latency: median 1.0 at k=1, 1.4 at k=2,
-# 2.0 at k=3. ZeRO(3)'s clock has a gather per minibatch that carries it (1.0 at every k).
-ACCUMULATED = ("allreduce",)
+# Calibrated at the case's minibatches a step: each minibatch has CPU work beside its slept
+# compute (forward, backward, DDP's no_sync hooks, FSDP2's unshard/reshard) that a 1-minibatch
+# calibration spreads over its one step's ring steps; quiet recorded rows, implied / calibrated
+# ring latency: all-reduce median 1.0 at k=1, 1.4 at k=2, 2.0 at k=3; ZeRO(3), whose clock has
+# a gather per minibatch, ~1.0 at k=1 and 1.0-1.6 at k=3 (seed 550639, an Intel Xeon: 1.17-1.62
+# at k=3, the case -5..-12 % clock-fast).
+ACCUMULATED = ("allreduce", "zero3")
 
 
 def overhead_key(case, speeds: bool = True, accumulate: bool = True) -> str:
     """Which measured latency of a Link a case takes: all-reduce and ZeRO(3) by mode, workers,
-    all-reduce's minibatches a step where more than one (ACCUMULATED) and, with a straggler,
+    the minibatches a step where more than one (ACCUMULATED) and, with a straggler,
     its speeds ("allreduce 4", "allreduce 4 k3 speeds 1:1:1:0.5", in Link.ring; speeds=False,
     accumulate=False: the key without them), the parameter server by mode, workers and shards
     ("sync 4 2", in Link.messages)."""
