@@ -121,15 +121,18 @@ def _simulated_pushes(workers: int, link) -> list[float]:
     """The model's answer for `workers` pushes of SIZE bytes sent to one shard at one moment:
     the seconds from then until each had arrived. A simulated sync step whose compute ends
     for every worker at the same moment C (its fetch, which the workers wait for in line,
-    shortens its compute), so that all push at C."""
+    shortens its compute), so that all push at C. The shard's link gives the shaper's credit
+    after a pause (Link.burst), as the bench's model does: the first push ends that much sooner."""
     one = link.latency + SIZE / link.bandwidth
     start = (workers + 1) * one
     cluster = pslab.Cluster(durations=[[start - (k + 1) * one] for k in range(workers)],
                             latency=link.latency, bandwidth=link.bandwidth, update_time=0.0,
-                            model_bytes=SIZE)
+                            model_bytes=SIZE, burst=link.burst)
     run = pslab.train(mode="sync", workers=workers, shards=1, steps=1, cluster=cluster)
-    assert {round(s.end, 9) for s in run.timeline if s.kind == "compute"} == {round(start, 9)}
-    return sorted(s.end - start for s in run.timeline if s.kind == "push")
+    ends = {round(s.end, 9) for s in run.timeline if s.kind == "compute"}
+    assert len(ends) == 1, ends  # every worker pushes at one moment C
+    (pushed,) = ends
+    return sorted(s.end - pushed for s in run.timeline if s.kind == "push")
 
 
 def test_the_model_carries_a_fetch_and_a_push_at_once_each_in_the_time_of_one():
@@ -163,22 +166,28 @@ def test_a_fetch_and_a_push_at_once_each_take_the_time_of_one_alone():
 
 @root_only
 def test_n_pushes_at_once_to_one_shard_take_what_the_model_says():
-    """The n pushes take the model's time all together, and arrive one after another as the
-    model's line of pushes says (its mean arrival, (n + 1) / 2 transfers, within 10 %): a link
-    that shared its bandwidth among them would deliver them all near the end, n transfers. Two
-    pushes written at the same instant sometimes interleave their frames in the shaper's queue
-    and end together: the mean holds, a single arrival may be a transfer apart."""
+    """The n pushes take the model's time all together (the last arrival, n transfers, within
+    10 %), and the link serves them one after another as the model's line of pushes says: the
+    first arrives after one transfer (within 10 %), where a link that shared its bandwidth among
+    them would deliver none before about n transfers, and each later one within a transfer of
+    its place in the line. Pushes written at the same instant sometimes interleave their frames
+    in the shaper's queue and end together, more often when the machine is busy (measured at
+    load 4, 4 pushes, the mean arrival over 5 repeats: 2.53 transfers on most tries, 2.96 on
+    some, the line's 2.5; one repeat [0.95, 3.03, 4.09, 4.15]): an arrival may then be a
+    transfer late, never the first or the last."""
     from pslab.processes.calibrate import calibrate, transfers
 
     link = calibrate(RATE)
     for n in (2, 4):
         measured = transfers(RATE, [(w, 0, SIZE) for w in range(1, n + 1)], n + 1)
-        last = statistics.median(max(r) for r in measured)
-        mean = statistics.median(statistics.fmean(r) for r in measured)
         model = _simulated_pushes(n, link)
         assert len(model) == n and model == sorted(model)
-        assert abs(last / model[-1] - 1) < 0.10, (n, measured, model, link)
-        assert abs(mean / statistics.fmean(model) - 1) < 0.10, (n, measured, model, link)
+        one = model[1] - model[0]  # a transfer: the second waits for the first
+        # per place in the line (first, second, ...), the median over the repeats
+        arrivals = [statistics.median(place) for place in zip(*map(sorted, measured))]
+        assert abs(arrivals[0] / model[0] - 1) < 0.10, (n, measured, model, link)
+        assert abs(arrivals[-1] / model[-1] - 1) < 0.10, (n, measured, model, link)
+        assert all(abs(a - m) < 1.1 * one for a, m in zip(arrivals, model)), (n, measured, model)
     assert leftovers(own_prefix()) == []
 
 
