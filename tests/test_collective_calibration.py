@@ -93,7 +93,7 @@ def test_recorded_all_reduce_steps_cost_more_ring_latency_the_more_minibatches_a
     from dataclasses import replace
     from pathlib import Path
 
-    from bench.network import replay
+    from bench.network_replay import replay
 
     ratios: dict[bool, list[float]] = {False: [], True: []}
     results = Path(__file__).resolve().parents[1] / "bench" / "results"

@@ -112,7 +112,7 @@ def test_a_saved_grid_replays_with_todays_model_and_untrusted_rows_are_refused(t
     them (the shards' order, measured); the collectives' differ only by today's ZeRO(3) and
     ring latency. A row
     with a mode not in MODES, or a missing field, is a ValueError naming the file."""
-    from bench.network import replay
+    from bench.network_replay import replay
     from pslab.processes import load_comparison, network
 
 
@@ -147,9 +147,9 @@ def test_a_saved_grid_replays_with_todays_model_and_untrusted_rows_are_refused(t
 def test_the_shaper_s_credit_brings_the_low_rate_cases_of_a_saved_grid_to_the_wire():
     """Seed 496514 #3 (2.0 Mbit/s, 75.8 ms, W=3 S=1, quiet): measured 149.0 (async) and 148.5
     ms (SSP(1)) a step, simulated 160.0 and 160.5 without the credit (+7.4, +8.1 %). With it
-    (the file's per-message overhead brought to today's clock, bench.network.remeasured)
+    (the file's per-message overhead brought to today's clock, bench.network_replay.remeasured)
     within 3 %."""
-    from bench.network import remeasured
+    from bench.network_replay import remeasured
     from pslab.processes import network
     from pslab.processes.calibrate import Link
 
