@@ -1,5 +1,6 @@
 """Shared test fixtures."""
 import multiprocessing
+import pathlib
 import signal
 import tempfile
 import threading
@@ -39,8 +40,15 @@ def nothing_left():
 
 
 def _nothing_left(folder):
-    # (pymp-*: the forkserver's own socket folder, made once per Python, removed at its exit)
+    # pymp-*: multiprocessing's folder, made once per Python and removed at its exit: the
+    # forkserver's socket, and a forkserver launch's run folder (pslab-run-*), which must go
+    # with its run
     assert [p for p in folder.iterdir() if not p.name.startswith("pymp-")] == []
+    # (this process's pymp-* may lie in an earlier test's folder: it is made once)
+    mine = multiprocessing.current_process()._config.get("tempdir")
+    pymp = [*folder.glob("pymp-*"), *([pathlib.Path(mine)] if mine else [])]
+    assert [q for p in pymp if p.is_dir() for q in p.iterdir() if q.name.startswith("pslab-")] \
+        == []
     assert [p for p in multiprocessing.active_children() if p.name.startswith("pslab-")] == []
 
 
