@@ -60,7 +60,7 @@ def test_a_committed_grid_s_brief_fits_a_projector_s_cell():
     from pslab.processes import load_comparison
     from pslab.processes.comparison import COMMITTED
 
-    for name in (COMMITTED.name, "network-grid-20261128-seed957376-quiet.json"):
+    for name in (COMMITTED.name, "network-grid-20261128-seed3844-quiet.json"):
         grid = load_comparison(COMMITTED.with_name(name))
         text = grid.brief()
         assert max(len(line) for line in text.splitlines()) <= 64, text

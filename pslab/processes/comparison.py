@@ -65,7 +65,8 @@ class Comparison:
         modes = ", ".join(f"{MODE_NAMES.get(m, m)}\0{v['median_error']:.1%}"  # (kept whole)
                           for m, v in s.get("by_mode", {}).items())
         out += [line.replace("\0", " ") for line in textwrap.wrap(
-            f"by mode: {modes}", 62, initial_indent="  ", subsequent_indent=" " * 11)
+            f"by mode: {modes}", 62, initial_indent="  ", subsequent_indent=" " * 11,
+            break_on_hyphens=False)
             if modes]
         flips = s.get("flips", [])
         out.append(f"  ordered differently: {len(flips) or 'none'}" + (
@@ -148,7 +149,7 @@ def setting(case: dict[str, Any]) -> str:
 
 # the file notebook 06 shows: a grid measured here with `python -m bench --only network` (as root)
 COMMITTED = (Path(__file__).resolve().parents[2] / "bench" / "results"
-             / "network-grid-20261128-seed25644-quiet.json")
+             / "network-grid-20261128-seed477910-quiet.json")
 
 
 MAX_FILE = 20_000_000  # bytes: a 42-case grid's file is ~100 KB
