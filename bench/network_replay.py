@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .network import WORST, by_mode, case_row, print_case, print_summary, steps_for
+from .network import by_mode, case_row, goal_met, print_case, print_summary, steps_for
 
 
 def replay(path: str, ring: dict[str, float] | None = None) -> tuple[list, dict[str, Any]]:
@@ -119,7 +119,6 @@ def print_replay(path: str, ring: dict[str, float] | None = None) -> dict[str, A
     summary = network.summary(rows)
     out = dict(summary, seed=saved.get("seed", "?"), cases=len(rows), by_mode=by_mode(rows),
                loads=[min(loads), max(loads)], links=network.LINKS)
-    out["met"] = out["median_error"] <= 0.03 and out["worst_error"] <= WORST \
-        and out["ranking_same"]
+    out["met"] = goal_met(out)
     print_summary(out)
     return out
