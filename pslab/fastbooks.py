@@ -3,9 +3,9 @@ is sent.
 
 A shard's push line is first come first served and only the pushes that arrive book its
 update line, so when a push is sent its arrival on each shard is known: when (the line's end),
-what it finds (the shard's version, hence its lag) and where its update goes. `push` books
-them all then, on a FIFO per shard, and the push joins the history then (pushes complete in
-the order they were sent). What the rest of the run reads of a shard is what the arrivals
+what it finds (the shard's version, hence its lag) and where its update goes. The loop's push
+(fastduplex._events, inlined there) books them all then, on a FIFO per shard, and the push
+joins the history then (pushes complete in the order they were sent). What the rest of the run reads of a shard is what the arrivals
 that have happened left it: a fetch takes them off the FIFO up to its moment (`arrived`). A
 segment of the loop ends at a cut (a moment, or the clock's own next event): `cut` takes back
 what the arrivals after it did, and gives them back as the clock's events.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Callable
+from typing import Any
 
 from .engine import URGENT
 from .timeline import Record
@@ -48,7 +48,9 @@ class Books:
         self.notes: list = []  # per update, flat: arrival, order, sender's mark, shard, step, start
         self.ticks: deque = deque()  # with a progress bar: each record's arrival, as (t, order)
         self.carried: dict = {}  # rank -> (step, lag, applied) of a push begun before
-        self.push = self._pusher()
+        # per worker, per shard: what the loop's push there needs, looked up once, not per push
+        self.plans = [[(s, line, cost, sim.updates[s][2], self.fifos[s].append)
+                       for s, line, cost in route] for route in sim.routes["push"]]
         parts: dict = {}  # the pushes on their way: book their arrivals, in the clock's order
         for t, q, _, (rank, step, s) in arrivals:
             if rank not in parts:
@@ -67,7 +69,7 @@ class Books:
         """Book shard s's arrival of a push (Simulation.take): (its lag, its update's end)."""
         lag = self.versions[s] - self.sim.fetched[rank][s]
         applied = None
-        if _gathered(self.counts, s, self.sim.server.aggregate):
+        if gathered(self.counts, s, self.sim.server.aggregate):
             self.versions[s] += 1
             u0 = max(self.free[s], t)
             applied = self.free[s] = u0 + self.sim.updates[s][2]
@@ -90,60 +92,6 @@ class Books:
             sim.history.append(Record(applied, math.nan, math.nan, self.stalest[0],
                                       len(sim.history) + 1, rank, step))
             self.stalest[0] = 0
-
-    def _pusher(self) -> Callable[[int, int, float, int, list], float]:
-        """`push(rank, step, now, seq, log)`: book a worker's pushes, one per shard in the
-        shard's push line, logging each start, and their arrivals (`_take` and `_complete`,
-        inlined); returns when the last one is sent."""
-        sim = self.sim
-        sent, counts, free, last = self.versions, self.counts, self.free, self.last
-        fetched, aggregate = sim.fetched, sim.server.aggregate
-        # per worker, per shard: what its push there needs, looked up once, not per push
-        plans = [[(s, line, cost, sim.updates[s][2], self.fifos[s].append)
-                  for s, line, cost in route] for route in sim.routes["push"]]
-        staleness, history, progress, ticks = (sim.push_staleness, sim.history, sim.progress,
-                                               self.ticks)
-        before, stalest, note, rows = self.before, self.stalest, self.notes.extend, self.rows
-        new, nan, none = tuple.__new__, math.nan, -math.inf  # nan: the actors' very object
-
-        def push(rank: int, step: int, now: float, seq: int, log: list) -> float:
-            mine, books = fetched[rank], last[rank]
-            mark, end, stale, applied = rows.logged + len(log), now, 0, none  # none: no update
-            for s, line, cost, seconds, book_it in plans[rank]:  # shard order (fastduplex._exact)
-                a = line.free_at
-                if a < now:
-                    a = now
-                b = line.free_at = a + cost
-                log.append(a)
-                if b > end:
-                    end = b
-                version, ready, q = sent[s], free[s], seq + s  # q: the clock's count for it
-                lag = version - mine[s]  # what it finds when it arrives at b
-                if lag > stale:
-                    stale = lag
-                u1 = None
-                if aggregate == 1 or _gathered(counts, s, aggregate):
-                    version = sent[s] = version + 1
-                    u0 = ready if ready > b else b
-                    u1 = ready = free[s] = u0 + seconds
-                    note((b, q, mark, s, step, u0))
-                    if u1 > applied:
-                        applied = u1
-                books[s] = book = (b, q, version, ready, counts[s], rank, step, lag, u1)
-                book_it(book)
-            before[rank] = stalest[0]
-            staleness.append(stale)
-            if stale > stalest[0]:
-                stalest[0] = stale
-            if applied != none:
-                if progress is not None:
-                    ticks.append(_key(max(book[:2] for book in books)))
-                history.append(new(Record, (applied, nan, nan, stalest[0], len(history) + 1,
-                                            rank, step)))
-                stalest[0] = 0
-            return end
-
-        return push
 
     def between(self, queue: list, times: list, at: dict, limit: float,
                 now: float) -> tuple | None:
@@ -206,6 +154,11 @@ class Books:
         return max(book[T] for book in self.arrived) if self.arrived else -math.inf
 
 
+def last_key(books: list) -> tuple:
+    """The clock's key of the last arrival of a push booked on every shard (`books`)."""
+    return _key(max(book[:2] for book in books))
+
+
 def _key(booked: tuple) -> tuple:
     """The clock's key (time, order) of an arrival booked at (time, count): urgent."""
     return booked[0], booked[1] - URGENT
@@ -223,7 +176,7 @@ def _latest(applied: float | None, ends: list) -> float | None:
     return max(ends) if ends else None
 
 
-def _gathered(counts: list, s: int, aggregate: int) -> bool:
+def gathered(counts: list, s: int, aggregate: int) -> bool:
     """ParameterServer.push, timing only: shard s counts the push; does it complete the
     `aggregate` pushes of an update?"""
     counts[s] += 1

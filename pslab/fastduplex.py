@@ -10,11 +10,11 @@ and books the update on its own line; when every shard has taken it, it is in th
 A shard's push line is first come first served and only arrivals book its update line, so what
 a push finds when it arrives (the shard's version, so its lag; where its update goes) is known
 the moment it is sent, and pushes complete in the order they were sent. The loop books each
-arrival when its push is sent, on its shard's books (`_Books`: a FIFO of arrivals per shard),
+arrival when its push is sent, on its shard's books (fastbooks.Books: a FIFO of arrivals per shard),
 and the push joins the history then; a fetch reads each shard's books up to its moment. Only a
 worker's two events are left, in a heap of their times alone (fastlog.take_hot). Where the
 loop stops before the last arrival (a moment `until`, a stop, another kind of event), the
-arrivals after the cut are taken back (`_Books.cut`): the shards, the pushes on their way, the
+arrivals after the cut are taken back (`Books.cut`): the shards, the pushes on their way, the
 history and the rows are the actors' at that moment, and those arrivals wait on the clock.
 
 Each worker's event logs its transfers' starts and numpy makes its rows (fastlog.Rows), the
@@ -32,9 +32,10 @@ from heapq import heappop, heapreplace
 from typing import Any
 
 from .engine import Stopped
-from .fastbooks import Books
+from .fastbooks import Books, gathered, last_key
 from .fastlog import FLUSH, Rows, accumulated, pending, same_costs, take_hot
 from .server import ParameterServer
+from .timeline import Record
 
 
 def run_duplex(sim: Any, until: float | None) -> bool:
@@ -99,11 +100,18 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
     (times, at, tied), (now, seq, _) = hot, moment
     (start_event, computed_event), queue, ticks = fns, sim.clock.queue, books.ticks
     steps, k, durations, fetched = sim.steps, sim.accumulate, sim.durations, sim.fetched
-    fifos, arrived, versions, push = books.fifos, books.arrived, sim.server.versions, books.push
+    fifos, arrived, shards, rows = books.fifos, books.arrived, books.shards, books.rows
     # per worker, per shard: its fetch job and the shard's books, looked up once, not per fetch
     fetches = [[(*job, fifos[job[0]]) for job in route] for route in sim.routes["fetch"]]
-    shards = books.shards
     pushers = [~len(fetches) - rank for rank in range(len(fetches))]  # who: Rows.add, made once
+    # the shards as the pushes sent so far leave them (fastbooks.py), and each push's plan
+    sent, counts, free, last, plans = books.versions, books.counts, books.free, books.last, \
+        books.plans
+    aggregate, staleness, history, progress = (sim.server.aggregate, sim.push_staleness,
+                                               sim.history, sim.progress)
+    stalest, before, note, logged = books.stalest[0], books.before, books.notes.extend, \
+        rows.logged
+    new, nan, none = tuple.__new__, math.nan, -math.inf  # nan: the actors' very object
     limit = math.inf if until is None else until
     try:
         while True:
@@ -130,14 +138,14 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                 end, mine = now, fetched[rank]  # mine: the versions it computes on
                 # each shard first takes the pushes that have arrived by now (its books), then
                 # answers once their updates are applied, in its fetch line (Resource.book,
-                # inlined: a call per fetch cost ~1.3 % of the run); log each start
+                # inlined: a call per fetch cost ~1.3 % of the run); log each start. The
+                # server's versions are the books' (Books.cut sets them when the loop stops)
                 for s, line, seconds, fifo in fetches[rank]:  # every shard (_exact)
                     if fifo and fifo[0][0] <= now:  # urgent: arrivals at now come first
                         book = fifo.popleft()
                         while fifo and fifo[0][0] <= now:
                             book = fifo.popleft()
                         arrived[s] = book
-                        versions[s] = book[2]
                     else:
                         book = arrived[s]
                     mine[s] = book[2]  # one by one: a slice assignment costs ~4x more
@@ -154,15 +162,53 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                 item = t, seq, computed_event, args  # the same worker and step
             else:  # push to every shard, start the next step once they are sent
                 log += (pushers[rank], step, now)
-                t = push(rank, step, now, seq, log)
+                # each in its shard's push line, logging its start; its arrival is known now
+                # (fastbooks.py): book it, as Simulation.take would (inlined: ~2 % of the run)
+                mine, mylast = fetched[rank], last[rank]
+                mark, end, stale, applied = logged + len(log), now, 0, none  # none: no update
+                for s, line, cost, seconds, book_it in plans[rank]:  # shard order (_exact)
+                    a = line.free_at
+                    if a < now:
+                        a = now
+                    log.append(a)
+                    b = line.free_at = a + cost
+                    if b > end:
+                        end = b
+                    version, ready, q = sent[s], free[s], seq + s  # q: the clock's count for it
+                    lag = version - mine[s]  # what it finds when it arrives at b
+                    if lag > stale:
+                        stale = lag
+                    u1 = None
+                    if aggregate == 1 or gathered(counts, s, aggregate):
+                        version = sent[s] = version + 1
+                        u0 = ready if ready > b else b
+                        u1 = ready = free[s] = u0 + seconds
+                        note((b, q, mark, s, step, u0))
+                        if u1 > applied:
+                            applied = u1
+                    mylast[s] = book = (b, q, version, ready, counts[s], rank, step, lag, u1)
+                    book_it(book)
+                # every shard will have taken it: Simulation.pushed and record, timing only
+                before[rank] = stalest
+                staleness.append(stale)
+                if stale > stalest:
+                    stalest = stale
+                if applied != none:
+                    if progress is not None:
+                        ticks.append(last_key(mylast))
+                    history.append(new(Record, (applied, nan, nan, stalest, len(history) + 1,
+                                                rank, step)))
+                    stalest = 0
                 seq += shards
-                item = t, seq, start_event, (rank, step + 1)
+                item = end, seq, start_event, (rank, step + 1)
+                t = end
                 if len(log) > FLUSH:
-                    books.rows.add(log, books.notes, now)
+                    rows.add(log, books.notes, now)
+                    logged = rows.logged
             seq += 1
             if at.setdefault(t, item) is not item:  # another event is due then: after it
                 tied.setdefault(t, []).append(item)
             heapreplace(times, t)
     finally:
         moment[:2] = now, seq
-
+        books.stalest[0] = stalest
