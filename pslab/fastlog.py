@@ -147,40 +147,67 @@ class Rows:
         where they arrive, and leave `updates`."""
         del log[len(log) - len(log) % self.width:]  # an event cut short (a 2nd Ctrl-C): no row
         L = packed(log, self.codes)
-        items, kept = self.items(L)
+        items, keep = self.items(L)
         if updates:
-            items = self._place(items, kept, L[:, 2], updates, upto)
+            items = self._place(items, keep, L[:, 2], updates, upto)
         self.timeline.rows.frombytes(memoryview(items.view(np.uint8)))  # no copy in between
         self.logged += len(log)
         del log[:]
 
-    def _place(self, items: np.ndarray, kept: np.ndarray, now: np.ndarray, updates: list,
+    def _place(self, items: np.ndarray, keep: np.ndarray, now: np.ndarray, updates: list,
                upto: float) -> np.ndarray:
         """`items` with the rows of the updates that arrive by `upto` put in where they arrive:
         after the events before their moment (urgent: before those at it) and after their push
-        (sent at that moment, at no cost), in the order they arrive."""
+        (sent at that moment, at no cost), in the order they arrive. `keep`: which of each
+        event's slots made an item (`items`)."""
         U = packed(updates, "d4qd")  # arrival, order, mark, shard, step (ints), start
-        due = U[:, 0] <= upto
-        updates[:] = [v for i in np.flatnonzero(~due).tolist() for v in updates[6 * i:6 * i + 6]]
-        U = U[due]
-        U = U[np.lexsort((U.view(np.int64)[:, 1], U[:, 0]))]  # by (arrival, order): clock's
-        mark, s, step = U.view(np.int64)[:, 2:5].T
-        start = U[:, 5]
-        rows = np.empty((len(U), 3))
-        rows[:, 0] = step * self.step_unit + self.update_codes[s]
-        rows[:, 1], rows[:, 2] = start, start + self.update_cost[s]
-        sender = (mark - self.logged) // self.width
-        at = np.maximum(np.searchsorted(now, U[:, 0], "left"), sender + 1)
-        ends = np.concatenate(([0], np.cumsum(kept)))  # where each event's rows end
-        return np.insert(items, ends[np.minimum(at, len(kept))], rows.view("V24").ravel())
+        # by (arrival, order): the clock's. Each shard's arrivals come in order, so the sort
+        # only merges runs (timsort); the due ones are a prefix of it, the others stay noted
+        order = np.lexsort((U.view(np.int64)[:, 1], U[:, 0]))
+        U = U.take(order, axis=0)  # whole records: ~3x faster than a column at a time
+        due = int(np.searchsorted(U[:, 0], upto, "right"))
+        if due < len(order):
+            updates[:] = [v for i in np.sort(order[due:]).tolist()
+                          for v in updates[6 * i:6 * i + 6]]
+        else:
+            del updates[:]
+        U = U[:due]
+        (mark, s, step), arrival, start = U.view(np.int64)[:, 2:5].T, U[:, 0], U[:, 5]
+        # the event each precedes: the first at or after its arrival (urgent: before those at
+        # it), and after its push. Arrivals and events are both in order: a stable sort of the
+        # two merges them (~2x faster than a binary search per arrival)
+        ahead = np.arange(due)
+        merged = np.argsort(np.concatenate((arrival, now)), kind="stable")
+        at = np.flatnonzero(merged < due) - ahead  # the events merged before each
+        np.maximum(at, (mark - self.logged) // self.width + 1, out=at)
+        rows = np.empty((due, 3))
+        np.add(step * self.step_unit, self.update_codes[s], out=rows[:, 0])
+        rows[:, 1] = start
+        np.add(start, self.update_cost[s], out=rows[:, 2])
+        if due > 1 and (at[1:] < at[:-1]).any():  # a push sent at its arrival's moment: after it
+            again = np.argsort(at, kind="stable")  # (what np.insert did: by event, then arrival)
+            at, rows = at[again], rows[again]
+        # each update's place in the whole: the items of the events before its event, and the
+        # updates before it. Column by column: a sum along a short axis (keep.sum(axis=1)) is
+        # numpy's slow case
+        counts = np.zeros(len(keep) + 1, dtype=np.intp)
+        for column in keep.T:
+            np.add(counts[1:], column, out=counts[1:])
+        place = counts.cumsum()[at] + ahead  # cumsum()[e]: the items of the events before e
+        whole = np.empty(len(items) + due, dtype="V24")
+        whole[place] = rows.view("V24").ravel()
+        theirs = np.ones(len(whole), dtype=bool)
+        theirs[place] = False
+        whole[theirs] = items
+        return whole
 
     def items(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of the logged events (each a 24-byte item: code, start, end), and how many
-        each event made. Every value is the loop's own or the same float operation on the
+        """The rows of the logged events (each a 24-byte item: code, start, end), and which of
+        each event's slots made one (E x slots). Every value is the loop's own or the same float operation on the
         same operands as the actors', so the rows are theirs bit for bit."""
         S, k, W = self.shards, self.accumulate, self.workers
         if not len(L):
-            return np.empty(0, dtype="V24"), np.empty(0, dtype=np.intp)
+            return np.empty(0, dtype="V24"), np.empty((0, 1), dtype=bool)
         E = len(L)
         (who, step), now, A = L.view(np.int64)[:, :2].T, L[:, 2], L[:, 3:3 + S]
         pushed = who < 0
@@ -219,7 +246,7 @@ class Rows:
             keep[:, 2 * S + m] = (updated if m < S else False) | (~pushed if m < k else False)
         # each row as one 24-byte item: numpy picks kept items far faster than kept rows of 3
         items = R.reshape(-1, 3).view("V24").ravel()[keep.ravel()]
-        return items, keep.sum(axis=1)
+        return items, keep
 
     def _holes(self, R: np.ndarray, keep: np.ndarray, now: np.ndarray, A: np.ndarray,
                B: np.ndarray, code: np.ndarray) -> None:
