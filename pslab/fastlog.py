@@ -113,7 +113,8 @@ class Rows:
     `~(W + rank)` for a push that completed none (W workers: `buffered - rank` with
     `buffered = ~W`). A push's updates are "booked" right behind it on the same resource (each
     starts where its push ends), "logged" (colocated shards: their starts in the log), or
-    "apart" (duplex links: the shard books them when the push arrives; `add` takes them).
+    "apart" (duplex links: the shard books them when the push arrives; `add` takes them, and
+    every push is logged as `~(W + rank)`).
     """
 
     def __init__(self, sim: Any, updates: str):
@@ -203,69 +204,85 @@ class Rows:
 
     def items(self, L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows of the logged events (each a 24-byte item: code, start, end), and which of
-        each event's slots made one (E x slots). Every value is the loop's own or the same float operation on the
-        same operands as the actors', so the rows are theirs bit for bit."""
+        each event's slots made one (E x slots). Every value is the loop's own or the same
+        float operation on the same operands as the actors', so the rows are theirs bit for
+        bit. Each column is made as one vector over the events (a shard's transfers, holes, a
+        minibatch's compute): numpy works along the short axis (S shards) one call per event."""
         S, k, W = self.shards, self.accumulate, self.workers
-        if not len(L):
-            return np.empty(0, dtype="V24"), np.empty((0, 1), dtype=bool)
-        E = len(L)
-        (who, step), now, A = L.view(np.int64)[:, :2].T, L[:, 2], L[:, 3:3 + S]
+        tail = max(k, S) if self.push_updates else k
+        R = np.empty((len(L), 2 * S + tail, 3))
+        keep = np.empty(R.shape[:2], dtype=bool)
+        I = L.view(np.int64)
+        who, step, now = I[:, 0], I[:, 1], L[:, 2]
         pushed = who < 0
-        rank = np.where(pushed, ~who, who)
-        updated = pushed & (rank < W)
-        rank[rank >= W] -= W
-        B = A + self.cost[rank if len(self.cost) > 1 else 0]
+        rank = who ^ (who >> 63)  # ~who for a push, who for a start
+        updated = pushed & (rank < W)  # only in the logs with the updates behind their push
+        np.subtract(rank, W, out=rank, where=rank >= W)
         at = step * self.step_unit
         code = at + (rank + 1) * self.rank_unit  # exact: whole numbers below 2^53 (columns.py)
-        tail = max(k, S) if self.push_updates else k
-        R = np.empty((E, 2 * S + tail, 3))
-        keep = np.empty((E, 2 * S + tail), dtype=bool)
-        R[:, :S, 0] = code[:, None] + np.where(pushed[:, None], self.push_codes,
-                                               self.fetch_codes)
-        R[:, :S, 1], R[:, :S, 2] = A, B
+        # the transfers, a shard at a time: where each starts (logged) and ends
+        A = [L[:, 3 + s] for s in range(S)]
+        B = [R[:, s, 2] for s in range(S)]
+        for s in range(S):
+            cost = self.cost[0, s] if len(self.cost) == 1 else self.cost[:, s].take(rank)
+            np.add(A[s], cost, out=B[s])
+            np.add(code, np.where(pushed, self.push_codes[s], self.fetch_codes[s]),
+                   out=R[:, s, 0])
+            R[:, s, 1] = A[s]
         keep[:, :S] = True
         self._holes(R, keep, now, A, B, code)
         # a start's compute, one span per minibatch; a push's updates, each behind its push
-        t = now.copy()
-        for s in range(S):  # the transfers' end: column by column, far faster than max(axis=1)
-            np.maximum(t, B[:, s], out=t)
-        first = rank * self.durations.shape[1] + (step * k).astype(np.intp)  # flat: faster
-        u = L[:, 3 + S:] if self.log_updates else np.maximum(B, now[:, None])
+        t = now
+        for s in range(S):  # the transfers' end (the order max(axis=1) took them in)
+            t = np.maximum(t, B[s])
+        first = rank * self.durations.shape[1] + step * k  # flat: faster
         for m in range(tail):
             slot = R[:, 2 * S + m]
             if m < k:
-                d = self.durations.ravel()[first + m]
+                d = self.durations.ravel().take(first + m)
                 fields = code + (self.compute + (m + 1) * self.micro_unit), t, t + d
                 t = fields[2]
-            if m < S:
-                update = at + self.update_codes[m], u[:, m], u[:, m] + self.update_cost[m]
+            if m < S and self.push_updates:
+                u = L[:, 3 + S + m] if self.log_updates else np.maximum(B[m], now)
+                update = at + self.update_codes[m], u, u + self.update_cost[m]
                 fields = ([np.where(pushed, a, b) for a, b in zip(update, fields)] if m < k
                           else update)
             for c in range(3):
                 slot[:, c] = fields[c]
-            keep[:, 2 * S + m] = (updated if m < S else False) | (~pushed if m < k else False)
+            if m >= k:
+                keep[:, 2 * S + m] = updated
+            elif m < S and self.push_updates:
+                np.logical_or(updated, ~pushed, out=keep[:, 2 * S + m])
+            else:
+                np.logical_not(pushed, out=keep[:, 2 * S + m])
         # each row as one 24-byte item: numpy picks kept items far faster than kept rows of 3
-        items = R.reshape(-1, 3).view("V24").ravel()[keep.ravel()]
-        return items, keep
+        return R.reshape(-1, 3).view("V24").ravel()[keep.ravel()], keep
 
-    def _holes(self, R: np.ndarray, keep: np.ndarray, now: np.ndarray, A: np.ndarray,
-               B: np.ndarray, code: np.ndarray) -> None:
+    def _holes(self, R: np.ndarray, keep: np.ndarray, now: np.ndarray, A: list,
+               B: list, code: np.ndarray) -> None:
         """The holes: the parts of [now, end] that no transfer covers (timeline.gaps, per
-        event), into the columns S..2S of R (kept where there is one)."""
+        event), into the columns S..2S of R (kept where there is one). A, B: each shard's
+        transfers' starts and ends."""
         S = self.shards
         starts, ends = A, B
-        if S > 1:
-            unordered = (A[:, 1:] < A[:, :-1]).any(axis=1)
-            if unordered.any():
-                order = np.lexsort((B[unordered], A[unordered]), axis=1)  # gaps' sorted()
-                starts, ends = A.copy(), B.copy()
-                starts[unordered] = np.take_along_axis(A[unordered], order, 1)
-                ends[unordered] = np.take_along_axis(B[unordered], order, 1)
-        covered = R[:, S:2 * S, 1]
-        covered[:, 0] = now
-        if S > 1:
-            np.maximum(np.maximum.accumulate(ends[:, :-1], axis=1), now[:, None],
-                       out=covered[:, 1:])
-        R[:, S:2 * S, 0] = (code + self.hole)[:, None]
-        R[:, S:2 * S, 2] = starts
-        np.greater(starts, covered, out=keep[:, S:2 * S])
+        unordered = np.zeros(len(now), dtype=bool)
+        for s in range(1, S):
+            unordered |= A[s] < A[s - 1]
+        if unordered.any():  # gaps' sorted(): by (start, end), in the events that need it
+            A2, B2 = np.stack(A, axis=1), np.stack(B, axis=1)
+            order = np.lexsort((B2[unordered], A2[unordered]), axis=1)
+            A2[unordered] = np.take_along_axis(A2[unordered], order, 1)
+            B2[unordered] = np.take_along_axis(B2[unordered], order, 1)
+            starts, ends = list(A2.T), list(B2.T)
+        hole, top = code + self.hole, None  # top: the latest end so far (maximum.accumulate)
+        for j in range(S):
+            slot = R[:, S + j]
+            slot[:, 0] = hole
+            if j == 0:
+                slot[:, 1] = now
+                top = ends[0]
+            else:
+                np.maximum(top, now, out=slot[:, 1])
+                top = np.maximum(top, ends[j])
+            slot[:, 2] = starts[j]
+            np.greater(starts[j], slot[:, 1], out=keep[:, S + j])
