@@ -109,6 +109,7 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
         books.plans
     aggregate, staleness, history, progress = (sim.server.aggregate, sim.push_staleness,
                                                sim.history, sim.progress)
+    each = aggregate == 1  # every push completes an update
     stalest, before, note, logged = books.stalest[0], books.before, books.notes.extend, \
         rows.logged
     new, nan, none = tuple.__new__, math.nan, -math.inf  # nan: the actors' very object
@@ -134,7 +135,8 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                 if step == steps:  # the worker is done
                     heappop(times)
                     continue
-                log += (rank, step, now)
+                log += args  # (rank, step): no tuple made
+                log.append(now)
                 end, mine = now, fetched[rank]  # mine: the versions it computes on
                 # each shard first takes the pushes that have arrived by now (its books), then
                 # answers once their updates are applied, in its fetch line (Resource.book,
@@ -178,14 +180,15 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                     lag = version - mine[s]  # what it finds when it arrives at b
                     if lag > stale:
                         stale = lag
-                    u1 = None
-                    if aggregate == 1 or gathered(counts, s, aggregate):
+                    if each or gathered(counts, s, aggregate):
                         version = sent[s] = version + 1
                         u0 = ready if ready > b else b
                         u1 = ready = free[s] = u0 + seconds
                         note((b, q, mark, s, step, u0))
                         if u1 > applied:
                             applied = u1
+                    else:
+                        u1 = None
                     mylast[s] = book = (b, q, version, ready, counts[s], rank, step, lag, u1)
                     book_it(book)
                 # every shard will have taken it: Simulation.pushed and record, timing only
