@@ -29,13 +29,19 @@ def packed(values: list, codes: str) -> np.ndarray:
     8-byte values: read the float columns as they are, the int ones through `.view(np.int64)`.
     struct packs floats and small ints ~2x faster than numpy, and an int as an int64 ~2x
     faster than as a double (no float made per int). Compiling a format for n records costs
-    about what packing them does: each is kept, n rounded up to a block (padded with zeros)."""
+    about what packing them does: each is kept, n rounded up to a block (padded with zeros).
+    The padding goes on `values` itself for the call (`*values, *padding` would copy them all
+    into a list first, then into the call's tuple), and comes off again."""
     width = struct.calcsize(codes) // 8
-    n = len(values) // width
+    n, given = len(values) // width, len(values)
     size = -(-n // BLOCK) * BLOCK
     if (codes, size) not in _formats:
         _formats[codes, size] = struct.Struct(codes * size)
-    data = _formats[codes, size].pack(*values, *[0] * ((size - n) * width))
+    values += [0] * (size * width - given)
+    try:
+        data = _formats[codes, size].pack(*values)
+    finally:
+        del values[given:]
     return np.frombuffer(data).reshape(-1, width)[:n]
 
 
