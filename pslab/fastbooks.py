@@ -93,12 +93,11 @@ class Books:
                                       len(sim.history) + 1, rank, step))
             self.stalest[0] = 0
 
-    def between(self, queue: list, times: list, at: dict, limit: float,
-                now: float) -> tuple | None:
-        """Before the loop's next event (or `limit`): the records whose arrival comes first
-        tick the progress bar, and the clock's own next event, if it comes first, ends the
-        segment. Returns None (go on) or (the cut, whether the clock's event runs next)."""
-        mine = (times[0], at[times[0]][1]) if times and times[0] <= limit else (limit, math.inf)
+    def between(self, queue: list, mine: tuple, now: float) -> tuple | None:
+        """Before the loop's next event (`mine`: its clock key, or (until, inf)): the records
+        whose arrival comes first tick the progress bar, and the clock's own next event, if it
+        comes first, ends the segment. Returns None (go on) or (the cut, whether the clock's
+        event runs next)."""
         done = (now, math.inf)  # what has happened: the arrivals up to the last event's moment
         while True:
             first = queue[0][:2] if queue else None

@@ -28,7 +28,8 @@ Layer: actors (below simulation.py, which calls it), above the clock and the tim
 from __future__ import annotations
 
 import math
-from heapq import heappop, heapreplace
+from collections import deque
+from heapq import heappop, heappush, heapreplace
 from typing import Any
 
 from .engine import Stopped
@@ -79,24 +80,31 @@ def _segment(sim: Any, until: float | None) -> bool:
     clock = sim.clock
     fns = sim.start_step, sim.computed  # the very objects the loop tells them apart by
     hot = take_hot(clock, fns)
+    starts: deque = deque()  # the starts the loop's pushes schedule, in time order (_events)
     rows = Rows(sim, "apart")
     books = Books(sim, rows, clock.take((sim.push_arrived,)))
     log: list = []  # per worker's event: who (rank; ~(W + rank): a push), step, now, starts
     moment = [clock.now, clock.scheduled, None]  # as the loop leaves them, and its cut
     try:
-        return _events(sim, fns, hot, books, log, moment, until)
+        return _events(sim, fns, hot, starts, books, log, moment, until)
     finally:
         cut = moment[2] or (moment[0], math.inf)  # None: cut short (a 2nd Ctrl-C)
-        clock.put_back(pending(*hot[1:]) + books.cut(cut))
+        clock.put_back(pending(*hot[1:]) + list(starts) + books.cut(cut))
         rows.add(log, books.notes)
         clock.now, clock.scheduled = max(moment[0], books.last_arrival()), moment[1]
 
 
-def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: list,
-            until: float | None) -> bool:
+def _events(sim: Any, fns: tuple, hot: tuple, starts: deque, books: Books, log: list,
+            moment: list, until: float | None) -> bool:
     """Run events until the next one is another kind (return True: the caller runs it) or
     none is left before `until` (return False); `moment` gets the clock's time, its count and
-    the cut: the arrivals before it have happened. Everything the loop reads is local."""
+    the cut: the arrivals before it have happened. Everything the loop reads is local.
+
+    The heap (`hot`, fastlog.take_hot) holds the compute ends and the events taken off the
+    clock; the starts the pushes schedule wait in `starts`, in the order they are scheduled,
+    which is their clock order: a start is due when its push's last transfer is sent, each
+    shard's push line is first come first served and pushes are sent in time order, so these
+    moments never go down. Half the heap's work, and no `at` entry, per step."""
     (times, at, tied), (now, seq, _) = hot, moment
     (start_event, computed_event), queue, ticks = fns, sim.clock.queue, books.ticks
     steps, k, durations, fetched = sim.steps, sim.accumulate, sim.durations, sim.fetched
@@ -113,27 +121,41 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
     stalest, before, note, logged = books.stalest[0], books.before, books.notes.extend, \
         rows.logged
     new, nan, none = tuple.__new__, math.nan, -math.inf  # nan: the actors' very object
-    limit = math.inf if until is None else until
+    inf = math.inf
+    limit = inf if until is None else until
+    beyond = math.nextafter(limit, inf)  # an event at or after it comes after `until`
+    times.append(inf)  # last in the heap: an empty heap's first time is inf
+    head = inf  # when the first of `starts` is due (inf: none)
     try:
         while True:
+            t = times[0]  # the next event: the heap's first, or the first start if earlier
+            early = head < t or head == t != inf and starts[0][1] < at[t][1]
+            if early:
+                t = head
             if queue or ticks:  # the clock's own events, the progress bar's ticks
-                stop = books.between(queue, times, at, limit, now)
+                mine = (t, (starts[0] if early else at[t])[1]) if t < beyond else (limit, inf)
+                stop = books.between(queue, mine, now)
                 if stop is not None:
                     moment[2], theirs = stop
                     return theirs
-            if not times or times[0] > limit:
-                moment[2] = (limit, math.inf)
+            if t >= beyond:  # none left by `until`
+                moment[2] = (limit, inf)
                 return False
-            now = times[0]
-            _, _, fn, args = at.pop(now)
+            now = t
+            if early:
+                _, _, fn, args = starts.popleft()
+                head = starts[0][0] if starts else inf
+            else:
+                _, _, fn, args = at.pop(now)
+                if tied and now in tied:  # events at the same time: the next in line
+                    at[now] = tied[now].pop(0)
+                    if not tied[now]:
+                        del tied[now]
             rank, step = args
-            if tied and now in tied:  # events at the same time: the next in line
-                at[now] = tied[now].pop(0)
-                if not tied[now]:
-                    del tied[now]
             if fn is start_event:  # fetch from every shard, then compute
                 if step == steps:  # the worker is done
-                    heappop(times)
+                    if not early:
+                        heappop(times)
                     continue
                 log += args  # (rank, step): no tuple made
                 log.append(now)
@@ -162,6 +184,13 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                 t = end + durations[rank][step] if k == 1 else \
                     accumulated(end, durations[rank], step, k)
                 item = t, seq, computed_event, args  # the same worker and step
+                seq += 1
+                if at.setdefault(t, item) is not item:  # another event is due then: after it
+                    tied.setdefault(t, []).append(item)
+                if early:
+                    heappush(times, t)
+                else:
+                    heapreplace(times, t)
             else:  # push to every shard, start the next step once they are sent
                 log += (pushers[rank], step, now)
                 # each in its shard's push line, logging its start; its arrival is known now
@@ -203,15 +232,14 @@ def _events(sim: Any, fns: tuple, hot: tuple, books: Books, log: list, moment: l
                                                 rank, step)))
                     stalest = 0
                 seq += shards
-                item = end, seq, start_event, (rank, step + 1)
-                t = end
+                starts.append((end, seq, start_event, (rank, step + 1)))  # in order: see above
+                seq += 1
+                if head == inf:
+                    head = end
+                heappop(times)  # its compute end, the heap's first
                 if len(log) > FLUSH:
                     rows.add(log, books.notes, now)
                     logged = rows.logged
-            seq += 1
-            if at.setdefault(t, item) is not item:  # another event is due then: after it
-                tied.setdefault(t, []).append(item)
-            heapreplace(times, t)
     finally:
         moment[:2] = now, seq
         books.stalest[0] = stalest
