@@ -197,8 +197,9 @@ class Rows:
         # each update's place in the whole: the items of the events before its event, and the
         # updates before it. Column by column: a sum along a short axis (keep.sum(axis=1)) is
         # numpy's slow case
-        counts = np.zeros(len(keep) + 1, dtype=np.intp)
-        for column in keep.T:
+        counts = np.full(len(keep) + 1, self.shards, dtype=np.intp)  # each transfer is kept
+        counts[0] = 0
+        for column in keep.T[self.shards:]:
             np.add(counts[1:], column, out=counts[1:])
         place = counts.cumsum()[at] + ahead  # cumsum()[e]: the items of the events before e
         whole = np.empty(len(items) + due, dtype="V24")
@@ -217,13 +218,13 @@ class Rows:
         S, k, W = self.shards, self.accumulate, self.workers
         tail = max(k, S) if self.push_updates else k
         R = np.empty((len(L), 2 * S + tail, 3))
-        keep = np.empty(R.shape[:2], dtype=bool)
+        keep = np.ones(R.shape[:2], dtype=bool)  # the transfers' are; the others set below
         I = L.view(np.int64)
         who, step, now = I[:, 0], I[:, 1], L[:, 2]
         pushed = who < 0
         rank = who ^ (who >> 63)  # ~who for a push, who for a start
         updated = pushed & (rank < W)  # only in the logs with the updates behind their push
-        np.subtract(rank, W, out=rank, where=rank >= W)
+        np.remainder(rank, W, out=rank)  # a push's ~who is rank or W + rank
         at = step * self.step_unit
         code = at + (rank + 1) * self.rank_unit  # exact: whole numbers below 2^53 (columns.py)
         # the transfers, a shard at a time: where each starts (logged) and ends
@@ -235,7 +236,6 @@ class Rows:
             np.add(code, np.where(pushed, self.push_codes[s], self.fetch_codes[s]),
                    out=R[:, s, 0])
             R[:, s, 1] = A[s]
-        keep[:, :S] = True
         self._holes(R, keep, now, A, B, code)
         # a start's compute, one span per minibatch; a push's updates, each behind its push
         t = now
