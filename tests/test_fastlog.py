@@ -71,3 +71,17 @@ def test_updates_go_where_np_insert_put_them(seed):
     got = r._place(items, keep, now, notes, upto)
     assert got.tobytes() == want.tobytes()
     assert notes == left  # those not due stay, in their order
+
+
+def test_a_flush_with_no_events_places_the_earlier_pushes_updates_first():
+    r = rows()
+    r.logged = 6000
+    keep = np.ones((0, 2 * S + 1), dtype=bool)
+    items, now = np.empty(0, dtype="V24"), np.empty(0)
+    notes = [5.0, 9, r.logged - r.width + 3, 1, 2, 5.5,  # the last push's, then an older one
+             4.0, 7, r.logged - 2 * r.width + 3, 0, 1, 4.0,
+             9.0, 8, r.logged - r.width + 3, 0, 2, 9.0]  # not due by 6.0
+    want, left = by_insert(r, items, keep, now, list(notes), 6.0)
+    got = r._place(items, keep, now, notes, 6.0)
+    assert got.tobytes() == want.tobytes() and len(got) == 2
+    assert notes == left == [9.0, 8, r.logged - r.width + 3, 0, 2, 9.0]
