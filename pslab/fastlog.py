@@ -239,7 +239,7 @@ class Rows:
         self._holes(R, keep, now, A, B, code)
         # a start's compute, one span per minibatch; a push's updates, each behind its push
         t = now
-        for s in range(S):  # the transfers' end (the order max(axis=1) took them in)
+        for s in range(S):  # the transfers' end, shard by shard
             t = np.maximum(t, B[s])
         first = rank * self.durations.shape[1] + step * k  # flat: faster
         for m in range(tail):
