@@ -5,10 +5,11 @@ A shard's push line is first come first served and only the pushes that arrive b
 update line, so when a push is sent its arrival on each shard is known: when (the line's end),
 what it finds (the shard's version, hence its lag) and where its update goes. The loop's push
 (fastduplex._events, inlined there) books them all then, on a FIFO per shard, and the push
-joins the history then (pushes complete in the order they were sent). What the rest of the run reads of a shard is what the arrivals
-that have happened left it: a fetch takes them off the FIFO up to its moment (`arrived`). A
-segment of the loop ends at a cut (a moment, or the clock's own next event): `cut` takes back
-what the arrivals after it did, and gives them back as the clock's events.
+joins the history then (pushes complete in the order they were sent). What the rest of the
+run reads of a shard is what the arrivals that have happened left it: a fetch takes them off
+the FIFO up to its moment (`arrived`). A segment of the loop ends at a cut (a moment, or the
+clock's own next event): `cut` takes back what the arrivals after it did, and gives them back
+as the clock's events.
 Layer: actors (below fastduplex.py), above the clock and the timeline.
 """
 from __future__ import annotations

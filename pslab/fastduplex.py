@@ -10,12 +10,14 @@ and books the update on its own line; when every shard has taken it, it is in th
 A shard's push line is first come first served and only arrivals book its update line, so what
 a push finds when it arrives (the shard's version, so its lag; where its update goes) is known
 the moment it is sent, and pushes complete in the order they were sent. The loop books each
-arrival when its push is sent, on its shard's books (fastbooks.Books: a FIFO of arrivals per shard),
-and the push joins the history then; a fetch reads each shard's books up to its moment. Only a
-worker's two events are left, in a heap of their times alone (fastlog.take_hot). Where the
-loop stops before the last arrival (a moment `until`, a stop, another kind of event), the
-arrivals after the cut are taken back (`Books.cut`): the shards, the pushes on their way, the
-history and the rows are the actors' at that moment, and those arrivals wait on the clock.
+arrival when its push is sent, on its shard's books (fastbooks.Books: a FIFO of arrivals per
+shard), and the push joins the history then; a fetch reads each shard's books up to its
+moment. Only a worker's two events are left: its compute ends in a heap of their times alone
+(fastlog.take_hot), its starts in a FIFO, since they come due in the order the pushes schedule
+them (`_events`). Where the loop stops before the last arrival (a moment `until`, a stop,
+another kind of event), the arrivals after the cut are taken back (`Books.cut`): the shards,
+the pushes on their way, the history and the rows are the actors' at that moment, and those
+arrivals wait on the clock.
 
 Each worker's event logs its transfers' starts and numpy makes its rows (fastlog.Rows), the
 updates' rows placed among them by their arrival. The rows, the history, the staleness and

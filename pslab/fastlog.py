@@ -2,7 +2,8 @@
 
 fastloop.py (one-at-a-time links) and fastduplex.py (duplex links) run the actors' timing-only
 async runs with the hot events inlined. Each keeps those events in a heap of their times alone
-(`take_hot`: floats compare ~3x faster than the clock's tuples) and gives back what has not run
+(`take_hot`: floats compare ~3x faster than the clock's tuples; fastduplex.py keeps only its
+compute ends there, its starts in a FIFO beside it) and gives back what has not run
 (`pending`). Each event only logs who it was, when, and where its transfers started; numpy
 then makes the spans' rows from that log a few thousand events at a time (`Rows.add`): the
 transfers, the holes between them, the compute and update spans, every code, by the same float
