@@ -120,8 +120,9 @@ def _events(sim: Any, fns: tuple, hot: tuple, starts: deque, books: Books, log: 
     aggregate, staleness, history, progress = (sim.server.aggregate, sim.push_staleness,
                                                sim.history, sim.progress)
     each = aggregate == 1  # every push completes an update
-    stalest, before, note, logged = books.stalest[0], books.before, books.notes.extend, \
-        rows.logged
+    stalest, before, notes, logged = books.stalest[0], books.before, books.notes, rows.logged
+    flush = logged + FLUSH  # when the log holds FLUSH values: its rows are made (Rows.add)
+    made = len(history)  # the records so far: the next one's number is made + 1
     new, nan, none = tuple.__new__, math.nan, -math.inf  # nan: the actors' very object
     inf = math.inf
     limit = inf if until is None else until
@@ -215,7 +216,7 @@ def _events(sim: Any, fns: tuple, hot: tuple, starts: deque, books: Books, log: 
                         version = sent[s] = version + 1
                         u0 = ready if ready > b else b
                         u1 = ready = free[s] = u0 + seconds
-                        note((b, q, mark, s, step, u0))
+                        notes += (b, q, mark, s, step, u0)  # no call: a list's +=
                         if u1 > applied:
                             applied = u1
                     else:
@@ -230,8 +231,8 @@ def _events(sim: Any, fns: tuple, hot: tuple, starts: deque, books: Books, log: 
                 if applied != none:
                     if progress is not None:
                         ticks.append(last_key(mylast))
-                    history.append(new(Record, (applied, nan, nan, stalest, len(history) + 1,
-                                                rank, step)))
+                    made += 1
+                    history.append(new(Record, (applied, nan, nan, stalest, made, rank, step)))
                     stalest = 0
                 seq += shards
                 starts.append((end, seq, start_event, (rank, step + 1)))  # in order: see above
@@ -239,9 +240,10 @@ def _events(sim: Any, fns: tuple, hot: tuple, starts: deque, books: Books, log: 
                 if head == inf:
                     head = end
                 heappop(times)  # its compute end, the heap's first
-                if len(log) > FLUSH:
-                    rows.add(log, books.notes, now)
+                if mark > flush:  # mark: the log's length as this push began, counted
+                    rows.add(log, notes, now)
                     logged = rows.logged
+                    flush = logged + FLUSH
     finally:
         moment[:2] = now, seq
         books.stalest[0] = stalest
