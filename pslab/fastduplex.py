@@ -40,15 +40,23 @@ from .fastlog import FLUSH, Rows, accumulated, pending, same_costs, take_hot
 from .server import ParameterServer
 from .timeline import Record
 
+FIRST = -2**63  # the clock order of a worker's first step: before every event, urgent ones too
 
-def run_duplex(sim: Any, until: float | None) -> bool:
-    """Run the events up to `until` (all: None) as the clock would; returns True when it
-    stopped for another event, which it then ran (the caller goes on), False when done."""
+
+def run_duplex(sim: Any, until: float | None, first: list | tuple = ()) -> bool:
+    """Start the workers of `first` (ranks) on their first step now, before any event, then
+    run the events up to `until` (all: None) as the clock would; returns True when it stopped
+    for another event, which it then ran (the caller goes on), False when done."""
     clock = sim.clock
-    if not _exact(sim):  # not the shape the loop needs: the clock runs the actors
+    exact = _exact(sim)  # the first steps' fetches change nothing it asks
+    if first and (not exact or until is not None and until < clock.now):
+        for rank in first:  # the actors start them: the loop would not run them now
+            sim.start_step(rank, 0)
+        first = ()
+    if not exact:  # not the shape the loop needs: the clock runs the actors
         clock.run(until)
         return False
-    foreign = _segment(sim, until)
+    foreign = _segment(sim, until, first)
     if foreign:
         try:
             clock.step()
@@ -76,13 +84,15 @@ def _exact(sim: Any) -> bool:
                for t, _, fn, args in sim.clock.queue if fn == sim.push_arrived)
 
 
-def _segment(sim: Any, until: float | None) -> bool:
+def _segment(sim: Any, until: float | None, first: list | tuple) -> bool:
     """Take the loop's events off the clock, run them (`_events`), and put back on the clock
-    and the simulation what is left: the events not run, the rows, the clock's time."""
+    and the simulation what is left: the events not run, the rows, the clock's time. The
+    first steps of `first` start before any event (their order, FIRST, is below all)."""
     clock = sim.clock
     fns = sim.start_step, sim.computed  # the very objects the loop tells them apart by
     hot = take_hot(clock, fns)
-    starts: deque = deque()  # the starts the loop's pushes schedule, in time order (_events)
+    # the starts the loop's pushes schedule, in time order (_events), after the first steps
+    starts = deque([(clock.now, FIRST, fns[0], (rank, 0)) for rank in first])
     rows = Rows(sim, "apart")
     books = Books(sim, rows, clock.take((sim.push_arrived,)))
     log: list = []  # per worker's event: who (rank; ~(W + rank): a push), step, now, starts
@@ -128,7 +138,7 @@ def _events(sim: Any, fns: tuple, hot: tuple, starts: deque, books: Books, log: 
     limit = inf if until is None else until
     beyond = math.nextafter(limit, inf)  # an event at or after it comes after `until`
     times.append(inf)  # last in the heap: an empty heap's first time is inf
-    head = inf  # when the first of `starts` is due (inf: none)
+    head = starts[0][0] if starts else inf  # when the first of `starts` is due (inf: none)
     try:
         while True:
             t = times[0]  # the next event: the heap's first, or the first start if earlier

@@ -128,21 +128,25 @@ class Simulation:
 
     def run(self, until: float | None = None) -> None:
         """Run the clock to its end, or (until) through the events up to that virtual time."""
-        if not self.started:  # a simulation resumed from a checkpoint is already under way
-            self.started = True
-            for w in self.workers:
-                self.start_step(w.rank, 0)
+        # every worker's first step starts now, before any event: a simulation resumed from a
+        # checkpoint is already under way
+        first = [] if self.started else [w.rank for w in self.workers]
+        self.started = True
         try:
             # worth it from some 10^4 objects on (engine.collector_paused)
             big = len(self.workers) * self.steps * self.accumulate >= 1000
             with collector_paused(promote=big), stop_on_interrupt(self.clock):
-                if self.inlined() and self.in_order:
-                    run_inline(self, until)  # the same run, its two hot events inlined
-                elif self.inlined():
-                    while run_duplex(self, until):  # the same run, inlined; True: go on
-                        pass
+                if self.inlined() and not self.in_order:  # the same run, inlined
+                    go_on = run_duplex(self, until, first)  # which starts them too
+                    while go_on:  # True: it stopped to run another event; go on
+                        go_on = run_duplex(self, until)
                 else:
-                    self.clock.run(until)
+                    for rank in first:
+                        self.start_step(rank, 0)
+                    if self.inlined():
+                        run_inline(self, until)  # the same run, its two hot events inlined
+                    else:
+                        self.clock.run(until)
                 if self.clock.stopped:
                     self.finish_pushes()
         except KeyboardInterrupt:  # a second Ctrl-C, or not the main thread: stop at once

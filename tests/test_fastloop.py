@@ -88,8 +88,8 @@ def test_it_takes_only_the_runs_it_does_exactly(monkeypatch):
 def test_duplex_links_take_their_own_loop_and_only_its_runs(monkeypatch):
     used = []
     real = simulation.run_duplex
-    monkeypatch.setattr(simulation, "run_duplex", lambda sim, until: (used.append(sim),
-                                                                      real(sim, until))[1])
+    monkeypatch.setattr(simulation, "run_duplex", lambda sim, until, *first: (
+        used.append(sim), real(sim, until, *first))[1])
     for mode in ("sync", pslab.SSP(2), pslab.Backup(1), "allreduce", pslab.ZeRO(1)):
         pslab.train(mode=mode, workers=4, steps=3, numerics=False)
     pslab.train(mode="async", workers=3, steps=3)  # numerics: the actors train
@@ -252,3 +252,30 @@ def test_a_stop_at_any_update_leaves_what_the_actors_would(monkeypatch, at, work
             monkeypatch, wrap, workers=workers, steps=15, shards=shards, cluster=cluster,
             seed=seed)
     assert same(fast, slow) and seen_fast == seen_slow
+
+
+@pytest.mark.parametrize("links", [ONE, "duplex"])
+def test_the_first_steps_start_before_any_event_even_one_at_time_zero(monkeypatch, tmp_path,
+                                                                      links):
+    """Every worker's first step starts when the run does, before the clock's events: the
+    duplex loop starts them itself (simulation.run), so a stop at time 0, a cut there or a
+    checkpoint there must still find them started, as the actors leave them."""
+    def wrap(sim, run, until, seen):
+        sim.clock.at(0.0, sim.clock.interrupt)  # an event of the clock's own, at time 0
+        run(sim, until)
+        seen["state"] = state(sim)
+
+    with pytest.warns(UserWarning, match="interrupted"):
+        (fast, seen_fast), (slow, seen_slow) = on_both_paths(monkeypatch, wrap, links)
+    assert not fast.complete and same(fast, slow) and seen_fast == seen_slow
+    now, _, pending = seen_fast["state"][:3]
+    assert now == 0 and len(pending) == 6  # each worker's first compute, under way
+    kwargs = dict(mode="async", workers=6, steps=5, shards=2,
+                  cluster=pslab.Cluster(jitter=0.3, links=links), seed=4)
+    (fast, fast_seen), (slow, slow_seen) = in_pieces(monkeypatch, [0.0, 0.0], **kwargs)
+    assert same(fast, slow) and fast_seen == slow_seen
+    assert fast_seen[0] == fast_seen[1]  # nothing more happens at time 0 the second time
+    whole = pslab.train(numerics=False, **kwargs)
+    path = tmp_path / "zero.ckpt"
+    pslab.train(numerics=False, **kwargs, checkpoint=pslab.Checkpoint(path, at=0.0))
+    assert same(pslab.resume(path), whole)
