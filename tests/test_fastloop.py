@@ -275,6 +275,11 @@ def test_the_first_steps_start_before_any_event_even_one_at_time_zero(monkeypatc
     (fast, fast_seen), (slow, slow_seen) = in_pieces(monkeypatch, [0.0, 0.0], **kwargs)
     assert same(fast, slow) and fast_seen == slow_seen
     assert fast_seen[0] == fast_seen[1]  # nothing more happens at time 0 the second time
+    # a moment before the run's start (train_in_parts takes any ascending pauses): the first
+    # steps start all the same, and nothing else happens
+    (fast, fast_seen), (slow, slow_seen) = in_pieces(monkeypatch, [-1.0], **kwargs)
+    assert same(fast, slow) and fast_seen == slow_seen
+    assert fast_seen[0][0] == 0 and len(fast_seen[0][2]) == 6
     whole = pslab.train(numerics=False, **kwargs)
     path = tmp_path / "zero.ckpt"
     pslab.train(numerics=False, **kwargs, checkpoint=pslab.Checkpoint(path, at=0.0))
