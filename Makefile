@@ -23,8 +23,9 @@ install: $(VENV)/.installed
 
 # torch==2.13.0 first (tools/install_torch.py): without an NVIDIA GPU it is a CPU build (a
 # local wheel where one exists, else PyTorch's CPU-only index); the project's torch range is
-# then already satisfied, so pip never pulls a multi-GB CUDA build onto a CPU machine.
-$(VENV)/.installed: pyproject.toml tools/install_torch.py
+# then already satisfied, so pip never pulls a multi-GB CUDA build onto a CPU machine. The
+# install also compiles the two inlined loops (setup.py); an edit to one compiles it again.
+$(VENV)/.installed: pyproject.toml setup.py tools/install_torch.py pslab/fastloop.py pslab/fastduplex.py
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) tools/install_torch.py

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pslab
+from pslab import compiled, fastduplex, simulation
 
 from . import c_clock
 from .peak_memory import added_peak_mb
@@ -50,6 +51,15 @@ def same_schedule(workers: int, seconds: list[float] | None = None) -> pslab.Run
     return run
 
 
+def python_loop(run: Any) -> Any:
+    """`run()` with Simulation.run taking the Python duplex loop, not its compiled twin."""
+    twin, simulation.run_duplex = simulation.run_duplex, fastduplex.run_duplex
+    try:
+        return run()
+    finally:
+        simulation.run_duplex = twin
+
+
 def rows(quick: bool) -> list[dict[str, Any]]:
     out = []
     for workers in (8, 800):
@@ -76,17 +86,27 @@ def rows(quick: bool) -> list[dict[str, Any]]:
                        worker_steps_per_s=workers * STEPS / theirs["median"],
                        ratio=ratio, goal=goal, met=ratio >= GOAL_RATIO and (
                            workers != 800 or ours["median"] <= GOAL_800)))
-    # the default (duplex) links, timed in turn with one-at-a-time so the load falls on both
-    pair = measure_in_turn({links.links: (lambda c=links: pslab.train(
+    # the default (duplex) links, timed in turn with one-at-a-time so the load falls on both,
+    # and the same run on the Python loop where the loops run compiled (pslab/compiled.py)
+    loop = "compiled" if compiled.in_use(fastduplex) else "Python"
+    runs = {links.links: (lambda c=links: pslab.train(
         mode="async", workers=800, steps=STEPS, numerics=False, cluster=c, seed=SEED))
-        for links in (DUPLEX, CLUSTER)}, 3 if quick else 5)
+        for links in (DUPLEX, CLUSTER)}
+    if loop == "compiled":
+        runs["python"] = lambda: python_loop(runs["duplex"])
+    pair = measure_in_turn(runs, 3 if quick else 5)
     duplex = pair["duplex"]
     out.append(row("clock vs SimPy", f"pslab async 800x{STEPS} timing-only, duplex links", duplex,
                    worker_steps_per_s=800 * STEPS / duplex["median"],
                    ratio=duplex["median"] / pair["one-at-a-time"]["median"],
-                   goal=f"pslab <= {GOAL_800} s on the default (duplex) links too; ratio: its "
-                        f"time over one-at-a-time's, timed in turn",
+                   goal=f"pslab <= {GOAL_800} s on the default (duplex) links too ({loop} "
+                        f"loops); ratio: its time over one-at-a-time's, timed in turn",
                    met=duplex["median"] <= GOAL_800))
+    if loop == "compiled":
+        out.append(row("clock vs SimPy", f"pslab async 800x{STEPS} duplex, Python loop",
+                       pair["python"], ratio=pair["python"]["median"] / duplex["median"],
+                       goal="the same run on fastduplex.py itself (PSLAB_COMPILED=0); ratio: "
+                            "its time over the compiled loop's, timed in turn"))
     mem = added_peak_mb(800, STEPS)
     out.append({"section": "clock vs SimPy", "name": f"peak RSS added, async 800x{STEPS} (MB)",
                 **mem, "met": mem["added_mb"] <= GOAL_MB,

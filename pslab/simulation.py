@@ -17,15 +17,18 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import fastduplex, fastloop
 from .cluster import Cluster
 from .columns import Columns
 from .engine import Clock, Resource, Shaped, collector_paused, stop_on_interrupt
-from .fastduplex import run_duplex
-from .fastloop import run_inline
+from .compiled import twin
 from .modes import Policy
 from .server import ParameterServer
 from .timeline import Record, gaps  # Record: public here too
 from .worker import Worker
+
+# the inlined loops: compiled where they are built from these very files (compiled.py)
+run_duplex, run_inline = twin(fastduplex).run_duplex, twin(fastloop).run_inline
 
 # A job on a shard: (shard, the Resource that serves it, seconds it takes).
 Job = tuple[int, Resource, float]
@@ -52,7 +55,8 @@ class Simulation:
 
     Timing-only async runs take a loop with the same events inlined, bit for bit:
     `fastloop.run_inline` on one-at-a-time links, `fastduplex.run_duplex` on duplex ones
-    (without a burst: a shaped link's lines are `engine.Shaped`, booked here).
+    (without a burst: a shaped link's lines are `engine.Shaped`, booked here), each compiled
+    where it is built (compiled.py).
     Subclasses (RingSimulation, ZeroSimulation) replace `send` and
     `computed`.
     """

@@ -1,7 +1,8 @@
 """pslab.fastloop (one-at-a-time links) and pslab.fastduplex (duplex links) run timing-only
 async runs with their hot events inlined: each must be the actors' run bit for bit (every
 span's fields, the history, the staleness, the clock), on every schedule it takes, and they
-must stay out of the runs they do not do exactly."""
+must stay out of the runs they do not do exactly. Every test here runs twice: on the Python
+loops, and on their compiled twins (pslab/compiled.py) where they are built."""
 import copy
 import math
 import warnings
@@ -11,9 +12,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pslab
-from pslab import simulation
+from pslab import compiled, fastduplex, fastloop, simulation
 
 ONE = "one-at-a-time"  # the links fastloop runs
+
+
+@pytest.fixture(autouse=True, params=["python", "compiled"])
+def loops(request, monkeypatch):
+    """Simulation.run's two loops: the Python modules, or their compiled twins."""
+    if request.param == "compiled" and not compiled.in_use(fastduplex):
+        pytest.skip("the compiled twins are not built here (no C compiler or Cython at install)")
+    pick = compiled.twin if request.param == "compiled" else (lambda module: module)
+    monkeypatch.setattr(simulation, "run_duplex", pick(fastduplex).run_duplex)
+    monkeypatch.setattr(simulation, "run_inline", pick(fastloop).run_inline)
+    return request.param
 JITTER = pslab.Cluster(jitter=0.3, links=ONE)
 CASES = [
     dict(mode="async", workers=1, steps=30, cluster=pslab.Cluster(links=ONE)),

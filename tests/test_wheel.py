@@ -7,6 +7,7 @@ start, exports its TikZ and executes notebook 00 top to bottom. Several minutes,
 pip's."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -26,6 +27,8 @@ print("QUICK START", f"{run.final_accuracy:.3f}", f"{run.makespan:.2f}")
 tex = pslab.tikz(run)  # the figures' TikZ: its style comes from the installed palette
 assert "\\documentclass" in tex and "\\definecolor" in tex and "\\end{tikzpicture}" in tex
 print("TIKZ", len(tex.splitlines()), "lines")
+from pslab import compiled, fastduplex, fastloop  # the loops' twins, built with the wheel
+print("COMPILED", compiled.in_use(fastduplex) and compiled.in_use(fastloop))
 """
 
 
@@ -59,6 +62,8 @@ def test_the_wheel_installs_by_name_and_runs_the_quick_start(tmp_path):
     out = sh(py, "-c", QUICK_START, cwd=away, env=env)
     assert "QUICK START 0.925 111.82" in out, out  # the README's numbers
     assert "TIKZ" in out, out
+    if shutil.which("cc"):  # a C compiler: the wheel holds the compiled loops (setup.py)
+        assert "COMPILED True" in out, out
     notebook = away / "00_start_here.ipynb"
     notebook.write_text((ROOT / "notebooks" / "00_start_here.ipynb").read_text())
     (away / "img").symlink_to(ROOT / "notebooks" / "img")
