@@ -38,8 +38,7 @@ class BuildTwins(build_ext):
         out = Path(self.build_temp) / "twins" / "pslab"
         out.mkdir(parents=True, exist_ok=True)
         for ext in self.extensions:
-            source = Path("pslab") / f"{ext.name.rsplit('._', 1)[1]}.py"
-            data = source.read_bytes()
+            data = Path(ext.sources[0]).read_bytes()  # pslab/<name>.py, as setup() names it
             copy = out / f"{ext.name.rsplit('.', 1)[1]}.py"
             copy.write_bytes(data + f'\nSOURCE_SHA256 = "{hashlib.sha256(data).hexdigest()}"\n'
                                     .encode())

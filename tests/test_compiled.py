@@ -58,6 +58,7 @@ def test_ci_runs_the_compiled_twins():
     assert simulation.run_inline is compiled.twin(fastloop).run_inline
 
 
+@pytest.mark.processes
 def test_pslab_compiled_0_runs_the_python_loops_in_a_fresh_process():
     env = {**os.environ, "PSLAB_COMPILED": "0"}
     out = subprocess.run([sys.executable, "-c", "from pslab import simulation as s; "

@@ -26,6 +26,8 @@ def loops(request, monkeypatch):
     monkeypatch.setattr(simulation, "run_duplex", pick(fastduplex).run_duplex)
     monkeypatch.setattr(simulation, "run_inline", pick(fastloop).run_inline)
     return request.param
+
+
 JITTER = pslab.Cluster(jitter=0.3, links=ONE)
 CASES = [
     dict(mode="async", workers=1, steps=30, cluster=pslab.Cluster(links=ONE)),
