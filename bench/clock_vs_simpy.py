@@ -11,9 +11,10 @@ import time
 from typing import Any
 
 import pslab
-from pslab import compiled, fastduplex, simulation
+from pslab import compiled, fastduplex
 
 from . import c_clock
+from .compiled_grid import python_loops
 from .peak_memory import added_peak_mb
 from .simpy_model import costs, simulate
 from .timing import measure, measure_in_turn, row
@@ -51,15 +52,6 @@ def same_schedule(workers: int, seconds: list[float] | None = None) -> pslab.Run
     return run
 
 
-def python_loop(run: Any) -> Any:
-    """`run()` with Simulation.run taking the Python duplex loop, not its compiled twin."""
-    twin, simulation.run_duplex = simulation.run_duplex, fastduplex.run_duplex
-    try:
-        return run()
-    finally:
-        simulation.run_duplex = twin
-
-
 def rows(quick: bool) -> list[dict[str, Any]]:
     out = []
     for workers in (8, 800):
@@ -93,7 +85,7 @@ def rows(quick: bool) -> list[dict[str, Any]]:
         mode="async", workers=800, steps=STEPS, numerics=False, cluster=c, seed=SEED))
         for links in (DUPLEX, CLUSTER)}
     if loop == "compiled":
-        runs["python"] = lambda: python_loop(runs["duplex"])
+        runs["python"] = lambda: python_loops(runs["duplex"])
     pair = measure_in_turn(runs, 3 if quick else 5)
     duplex = pair["duplex"]
     out.append(row("clock vs SimPy", f"pslab async 800x{STEPS} timing-only, duplex links", duplex,
